@@ -1,0 +1,22 @@
+//! ringbench: a load generator for LLM inference servers whose own added delay is measured
+//! and reported on every run.
+//!
+//! The modules mirror the data flow, one way only:
+//! `cli` → `plan` → `schedule` → `worker` (pacer, connections) → `http` (request bytes,
+//! response head, body framing) → `sse` (event splitter) → `extract` (payload fields) →
+//! `record` → `collector` → `summary` → `report`. `sim` is the null server the client is
+//! checked against; `clock` is the one time line every stamp lives on.
+
+pub mod clock;
+pub mod collector;
+pub mod extract;
+pub mod http;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod run;
+pub mod schedule;
+pub mod sim;
+pub mod sse;
+pub mod summary;
+pub mod worker;
