@@ -1,1 +1,335 @@
-//! stub
+//! Stage 9, the end of the flow (… → record → collector → summary → **report**): turns a
+//! finished `Summary` into what people and programs read — the console block, the live
+//! progress line, `summary.json`. It is the only library module that prints, and it only
+//! prints: every figure it shows is already in the `Summary`; it computes none.
+//!
+//! The console block follows `vllm bench serve`'s layout (`{:<40} {:<10}` rows, 50-column
+//! rules) so that readers coming from it find their figures where they expect them.
+
+use crate::collector::LiveCounts;
+use crate::summary::{percentile_label, Stats, Summary, FIXED_PERCENTILES};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub const SUMMARY_FILE: &str = "summary.json";
+const WIDTH: usize = 50;
+const SMALL_MARK: &str = " *";
+
+pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let s = summary;
+    writeln!(out, "{}", rule(" Serving Benchmark Result ", '='))?;
+    results(s, out)?;
+    let mut small = false;
+    for (title, name, stats) in latency_sections(s) {
+        small |= section(out, title, name, stats, &percentiles_shown(s))?;
+    }
+    small |= other_section(s, out)?;
+    overhead(s, out)?;
+    if !s.warnings.is_empty() {
+        writeln!(out, "{}", rule("Warnings", '-'))?;
+        for w in &s.warnings {
+            writeln!(out, "  - {w}")?;
+        }
+    }
+    writeln!(out, "{}", "=".repeat(WIDTH))?;
+    if small {
+        writeln!(
+            out,
+            "{} from fewer samples than the percentile needs (p99: 100, p99.9: 1000)",
+            SMALL_MARK.trim()
+        )?;
+    }
+    Ok(())
+}
+
+fn rule(title: &str, fill: char) -> String {
+    let pad = WIDTH.saturating_sub(title.chars().count());
+    let left = pad / 2;
+    let fill_s = |n| fill.to_string().repeat(n);
+    format!("{}{title}{}", fill_s(left), fill_s(pad - left))
+}
+
+/// vLLM's `{:<40} {:<10}` row, without its trailing blanks.
+fn row(out: &mut impl Write, label: &str, value: impl std::fmt::Display) -> io::Result<()> {
+    let line = format!("{label:<40} {value:<10}");
+    writeln!(out, "{}", line.trim_end())
+}
+
+fn num(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let c = &s.counts;
+    if s.interrupted {
+        row(out, "INTERRUPTED:", "figures cover the run until the stop")?;
+    }
+    row(out, "Successful requests:", c.ok)?;
+    row(out, "Failed requests:", c.failed)?;
+    for (kind, n) in &c.failed_by_kind {
+        row(out, &format!("  {kind}:"), n)?;
+    }
+    if c.cancelled > 0 || c.not_sent > 0 {
+        row(
+            out,
+            "Cancelled / not sent:",
+            format!("{} / {}", c.cancelled, c.not_sent),
+        )?;
+    }
+    if c.warmup > 0 {
+        row(out, "Warm-up requests (excluded):", c.warmup)?;
+    }
+    row(
+        out,
+        "Benchmark duration (s):",
+        format!("{:.2}", s.duration_s),
+    )?;
+    row(out, "Total input tokens:", s.tokens.input_total)?;
+    row(out, "Total generated tokens:", s.tokens.output_total)?;
+    let t = &s.throughput;
+    row(out, "Request throughput (req/s):", num(t.requests_per_s, 2))?;
+    if t.goodput_requests_per_s.is_some() {
+        row(
+            out,
+            "Request goodput (req/s):",
+            num(t.goodput_requests_per_s, 2),
+        )?;
+        row(
+            out,
+            "Good fraction (%):",
+            num(t.good_fraction.map(|f| f * 100.0), 2),
+        )?;
+    }
+    row(
+        out,
+        "Output token throughput (tok/s):",
+        num(t.output_tokens_per_s, 2),
+    )?;
+    row(
+        out,
+        "Total Token throughput (tok/s):",
+        num(t.total_tokens_per_s, 2),
+    )?;
+    if let Some(target) = s.target.request_rate {
+        let achieved = num(s.achieved.request_rate, 2);
+        row(
+            out,
+            "Achieved / target rate (req/s):",
+            format!("{achieved} / {target:.2}"),
+        )?;
+    }
+    row(
+        out,
+        "Mean concurrency (Little's law):",
+        num(s.achieved.concurrency_mean, 2),
+    )
+}
+
+/// The four blocks `vllm bench serve` prints, in its order.
+fn latency_sections(s: &Summary) -> [(&'static str, &'static str, &Stats); 4] {
+    let l = &s.latency_ms;
+    [
+        ("Time to First Token", "TTFT", &l.ttft),
+        ("Time per Output Token (excl. 1st token)", "TPOT", &l.tpot),
+        ("Inter-token Latency", "ITL", &l.itl),
+        ("End-to-end Latency", "E2E", &l.e2e),
+    ]
+}
+
+/// The other distributions, one row each.
+fn other_latencies(s: &Summary) -> [(&'static str, &Stats); 6] {
+    let l = &s.latency_ms;
+    [
+        ("TTFO (first non-reasoning output)", &l.ttfo),
+        ("TTFB (response head)", &l.ttfb),
+        ("NTPOT (E2E / OSL)", &l.ntpot),
+        ("Max stall per request", &l.max_stall),
+        ("TTFT from intended start", &l.ttft_from_intent),
+        ("E2E from intended start", &l.e2e_from_intent),
+    ]
+}
+
+fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
+    let shown: Vec<_> = other_latencies(s)
+        .into_iter()
+        .filter(|(_, st)| st.count > 0)
+        .collect();
+    if shown.is_empty() {
+        return Ok(false);
+    }
+    writeln!(
+        out,
+        "{}",
+        rule("Other latencies (ms): mean / median / P99", '-')
+    )?;
+    for (name, st) in &shown {
+        let v = format!(
+            "{} / {} / {}",
+            num(st.mean, 2),
+            marked(st, "p50"),
+            marked(st, "p99")
+        );
+        row(out, &format!("{name}:"), v)?;
+    }
+    Ok(shown
+        .iter()
+        .any(|(_, st)| st.is_small("p50") || st.is_small("p99")))
+}
+
+/// The configured percentiles (p50 is shown as the median), or the fixed ones by default.
+fn percentiles_shown(s: &Summary) -> Vec<String> {
+    let configured: Vec<f64> = s
+        .config
+        .get("percentiles")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_else(|| FIXED_PERCENTILES.to_vec());
+    configured
+        .iter()
+        .filter(|&&p| p != 50.0)
+        .map(|&p| crate::summary::percentile_key(p))
+        .collect()
+}
+
+/// One metric's block; returns whether it showed a small-sample percentile.
+fn section(
+    out: &mut impl Write,
+    title: &str,
+    name: &str,
+    stats: &Stats,
+    keys: &[String],
+) -> io::Result<bool> {
+    if stats.count == 0 {
+        return Ok(false);
+    }
+    writeln!(out, "{}", rule(title, '-'))?;
+    row(out, &format!("Mean {name} (ms):"), num(stats.mean, 2))?;
+    row(out, &format!("Median {name} (ms):"), marked(stats, "p50"))?;
+    for key in keys {
+        let label = format!("{} {name} (ms):", percentile_label(key));
+        row(out, &label, marked(stats, key))?;
+    }
+    Ok(keys
+        .iter()
+        .chain(["p50".to_string()].iter())
+        .any(|k| stats.is_small(k)))
+}
+
+fn marked(stats: &Stats, key: &str) -> String {
+    let mark = if stats.is_small(key) { SMALL_MARK } else { "" };
+    format!("{}{mark}", num(stats.get(key), 2))
+}
+
+fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let o = &s.overhead;
+    let p50_p99 = |st: &Stats| format!("{} / {}", num(st.p50, 3), num(st.p99, 3));
+    writeln!(out, "{}", rule("Client overhead", '-'))?;
+    row(out, "I/O driver:", &o.io_driver)?;
+    row(out, "Sched lag p50 / p99 (ms):", p50_p99(&o.sched_lag_ms))?;
+    row(out, "Loop lag p50 / p99 (ms):", p50_p99(&o.loop_lag_ms))?;
+    let delivery = o
+        .delivery_delay_ms
+        .as_ref()
+        .map_or("n/a".to_string(), p50_p99);
+    row(out, "Delivery delay p50 / p99 (ms):", delivery)?;
+    let cpu = format!(
+        "{} (max {})",
+        num(o.worker_cpu_percent, 1),
+        num(o.worker_cpu_percent_max, 1)
+    );
+    row(out, "Worker CPU (%):", cpu)?;
+    row(
+        out,
+        "CPU per request (us):",
+        num(o.cpu_ns_per_request.map(|n| n / 1e3), 2),
+    )?;
+    row(out, "Events per read:", num(o.events_per_read_mean, 2))?;
+    row(out, "Valid:", if o.valid { "yes" } else { "NO" })?;
+    for r in &o.invalid_reasons {
+        writeln!(out, "  - {r}")?;
+    }
+    Ok(())
+}
+
+/// `summary.json` in `dir`, written to a temporary name, synced, then renamed over the final
+/// one, so a crash leaves either the old file or the whole new one, never half a JSON.
+pub fn write_summary_json(dir: &Path, summary: &Summary) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{SUMMARY_FILE}.tmp.{}", std::process::id()));
+    let written = write_synced(&tmp, summary);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, dir.join(SUMMARY_FILE))?;
+    // Make the rename itself durable; a directory that cannot be synced is not an error.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn write_synced(path: &Path, summary: &Summary) -> io::Result<()> {
+    let mut f = io::BufWriter::new(File::create(path)?);
+    serde_json::to_writer_pretty(&mut f, summary).map_err(io::Error::other)?;
+    f.write_all(b"\n")?;
+    let f = f.into_inner().map_err(|e| e.into_error())?;
+    f.sync_all()
+}
+
+/// `sent 1234 | in flight 12 | ok 1200 | failed 0 | 998.7 req/s`; the rate is successful
+/// requests per second so far, the live counterpart of the summary's request throughput.
+pub fn progress_line(live: &LiveCounts, elapsed_s: f64) -> String {
+    let mut line = format!("sent {}", live.sent);
+    if let Some(n) = live.in_flight {
+        line += &format!(" | in flight {n}");
+    }
+    line += &format!(" | ok {} | failed {}", live.ok, live.failed);
+    if live.warmup > 0 {
+        line += &format!(" | warm-up {}", live.warmup);
+    }
+    let rate = if elapsed_s > 0.0 {
+        live.ok as f64 / elapsed_s
+    } else {
+        0.0
+    };
+    line + &format!(" | {rate:.1} req/s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_are_fifty_columns_and_centred() {
+        let r = rule(" Serving Benchmark Result ", '=');
+        assert_eq!(r.chars().count(), WIDTH);
+        assert_eq!(r, "============ Serving Benchmark Result ============");
+    }
+
+    #[test]
+    fn progress_line_shows_what_is_known() {
+        let live = LiveCounts {
+            sent: 1234,
+            ok: 1200,
+            in_flight: Some(12),
+            ..Default::default()
+        };
+        assert_eq!(
+            progress_line(&live, 1.2),
+            "sent 1234 | in flight 12 | ok 1200 | failed 0 | 1000.0 req/s"
+        );
+        let live = LiveCounts { warmup: 3, ..live };
+        let line = progress_line(
+            &LiveCounts {
+                in_flight: None,
+                ..live
+            },
+            0.0,
+        );
+        assert_eq!(
+            line,
+            "sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
+        );
+    }
+}

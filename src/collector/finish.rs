@@ -1,0 +1,323 @@
+//! Part of the collector (… → record → **collector** → summary → report): the end of a run.
+//! Turns the collector's histograms and counters, the workers' own stats and the `Plan` into
+//! the `Summary`, checks the bookkeeping invariants and judges whether the client's overhead
+//! leaves the figures trustworthy. Runs once, after the last record; never prints.
+
+use super::jsonl::RequestLog;
+use super::{Collector, Dist, Measured, RunFacts, WorkerStats};
+use crate::plan::Plan;
+use crate::summary::{
+    Achieved, Counts, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput, Tokens,
+    Tool, WorkerOverhead, SCHEMA_VERSION,
+};
+use std::io;
+
+const NS_PER_S: f64 = 1e9;
+
+/// A worker busier than this share of its wall time was saturated: its stamps waited.
+const SATURATED_CPU_FRACTION: f64 = 0.95;
+/// Open loop: achieved arrival rate below this share of the target means it was not offered.
+const MIN_RATE_FRACTION: f64 = 0.99;
+
+impl Collector {
+    pub fn finish(self, plan: &Plan, facts: RunFacts) -> io::Result<Summary> {
+        let mut warnings = facts.warnings.clone();
+        close_log(self.log, self.log_error, &mut warnings);
+        let m = &self.m;
+        let counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
+        data_warnings(m, &mut warnings);
+        let duration_ns = duration_ns(m);
+        let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
+        let with_slos = !plan.goodput.is_empty();
+        let throughput = Throughput {
+            requests_per_s: per_s(m.ok as f64),
+            output_tokens_per_s: per_s(m.output_tokens as f64),
+            total_tokens_per_s: per_s((m.input_tokens + m.output_tokens) as f64),
+            goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
+            goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
+            good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
+        };
+        let achieved = Achieved {
+            request_rate: achieved_rate(m),
+            concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
+        };
+        let overhead = overhead(plan, &facts, m, achieved.request_rate, &mut warnings);
+        let config = serde_json::to_value(plan).map_err(io::Error::other)?;
+        Ok(Summary {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            started_at: facts.started_at,
+            host: Host::detect(),
+            config,
+            counts,
+            duration_s: duration_ns as f64 / NS_PER_S,
+            throughput,
+            target: TargetLoad {
+                request_rate: plan.target_rate(),
+                concurrency: plan.target_concurrency(),
+            },
+            achieved,
+            latency_ms: latency(m, &plan.percentiles),
+            tokens: Tokens {
+                input_total: m.input_tokens,
+                output_total: m.output_tokens,
+                output_source: m.output_source.clone(),
+            },
+            overhead,
+            warnings,
+            interrupted: facts.interrupted,
+        })
+    }
+}
+
+/// A log that could not be written costs the log, not the summary: say so loudly.
+fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut Vec<String>) {
+    let closed = match (log, error) {
+        (_, Some(e)) => Err(e),
+        (Some(log), None) => log.close(),
+        (None, None) => Ok(()),
+    };
+    if let Err(e) = closed {
+        warnings.push(format!(
+            "{} is incomplete: writing it failed ({e}); the summary's figures are unaffected",
+            super::jsonl::FILE_NAME
+        ));
+    }
+}
+
+fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<String>) -> Counts {
+    // Internal bookkeeping: every sent outcome is exactly one of ok, failure, cancelled.
+    debug_assert_eq!(m.sent, m.ok + m.failed + m.cancelled);
+    if m.sent != m.ok + m.failed + m.cancelled {
+        warnings.push(format!(
+            "INVARIANT BROKEN: sent {} != ok {} + failed {} + cancelled {}",
+            m.sent, m.ok, m.failed, m.cancelled
+        ));
+    }
+    // Records come from workers: one lost or duplicated is a fact to report loudly, not a
+    // reason to abort the summary (so a warning, not an assertion).
+    let scheduled = scheduled_total.saturating_sub(warmup);
+    if scheduled_total != warmup + m.sent + m.not_sent {
+        warnings.push(format!(
+            "INVARIANT BROKEN: scheduled {scheduled_total} (warm-up {warmup} included) but \
+             {} records arrived: measured scheduled {scheduled} != sent {} + not_sent {}",
+            warmup + m.sent + m.not_sent,
+            m.sent,
+            m.not_sent
+        ));
+    }
+    Counts {
+        scheduled,
+        sent: m.sent,
+        ok: m.ok,
+        failed: m.failed,
+        cancelled: m.cancelled,
+        not_sent: m.not_sent,
+        warmup,
+        failed_by_kind: m
+            .failed_by_kind
+            .iter()
+            .map(|(&(kind, status), &n)| (kind.kind_key(status), n))
+            .collect(),
+    }
+}
+
+fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
+    if m.bad_stamps > 0 {
+        warnings.push(format!(
+            "{} records had missing or out-of-order stamps (sent ≤ head ≤ first token ≤ last \
+             token ≤ done); their latencies are clamped at 0",
+            m.bad_stamps
+        ));
+    }
+    if m.events_dropped > 0 {
+        warnings.push(format!(
+            "{} events exceeded the per-record bound and were not stored: ITL and max stall miss them",
+            m.events_dropped
+        ));
+    }
+    if m.delivery_negative > 0 {
+        warnings.push(format!(
+            "{} events were stamped before the server's write stamp (clocks disagree); left out \
+             of delivery delay",
+            m.delivery_negative
+        ));
+    }
+    let d = &m.dists;
+    let clamped: u64 = [
+        &d.ttft,
+        &d.ttfo,
+        &d.ttfb,
+        &d.tpot,
+        &d.itl,
+        &d.e2e,
+        &d.ntpot,
+        &d.ttft_from_intent,
+        &d.e2e_from_intent,
+        &d.max_stall,
+        &d.sched_lag,
+        &d.delivery_delay,
+    ]
+    .iter()
+    .map(|d| d.clamped())
+    .sum();
+    if clamped > 0 {
+        warnings.push(format!(
+            "{clamped} values above one hour were clamped in the histograms (counted; their \
+             percentiles read as 1 h, their mean and max are exact)"
+        ));
+    }
+}
+
+/// Last `done_ns` − first `sent_ns` over measured requests (0 when nothing was measured).
+fn duration_ns(m: &Measured) -> u64 {
+    match (m.first_sent_ns, m.last_done_ns) {
+        (Some(first), Some(last)) => last.saturating_sub(first),
+        _ => 0,
+    }
+}
+
+/// The arrival rate the server was offered: measured from send stamps alone, because the
+/// duration also holds the tail of the last responses and would understate it (badly for
+/// short runs of long answers). n sends span n − 1 gaps, so the rate is (n − 1) / span, the
+/// estimator that gives exactly R for a constant rate R (n / span would overstate it by
+/// n / (n − 1) and could hide a client falling behind). Undefined below two sends.
+fn achieved_rate(m: &Measured) -> Option<f64> {
+    let span_ns = m.last_sent_ns?.checked_sub(m.first_sent_ns?)?;
+    (m.sent >= 2 && span_ns > 0).then(|| (m.sent - 1) as f64 * NS_PER_S / span_ns as f64)
+}
+
+fn latency(m: &Measured, percentiles: &[f64]) -> Latency {
+    let d = &m.dists;
+    let s = |d: &Dist| d.stats_ms(percentiles);
+    Latency {
+        ttft: s(&d.ttft),
+        ttfo: s(&d.ttfo),
+        ttfb: s(&d.ttfb),
+        tpot: s(&d.tpot),
+        itl: s(&d.itl),
+        e2e: s(&d.e2e),
+        ntpot: s(&d.ntpot),
+        ttft_from_intent: s(&d.ttft_from_intent),
+        e2e_from_intent: s(&d.e2e_from_intent),
+        max_stall: s(&d.max_stall),
+    }
+}
+
+fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+fn overhead(
+    plan: &Plan,
+    facts: &RunFacts,
+    m: &Measured,
+    achieved_rate: Option<f64>,
+    warnings: &mut Vec<String>,
+) -> Overhead {
+    let ws = &facts.workers;
+    let sum = |f: fn(&WorkerStats) -> u64| ws.iter().map(f).sum::<u64>();
+    let cpu_ns = sum(|w| w.cpu_ns);
+    let mut loop_lag = Dist::new();
+    ws.iter()
+        .for_each(|w| loop_lag.merge_histogram(&w.loop_lag));
+    let sched_lag_ms = m.dists.sched_lag.stats_ms(&plan.percentiles);
+    let loop_lag_ms = loop_lag.stats_ms(&plan.percentiles);
+    if let Some(p99) = loop_lag_ms.p99.filter(|&p| p > plan.max_lag_ms) {
+        warnings.push(format!(
+            "event-loop lag p99 {p99:.3} ms is above the {:.3} ms bound: reads may have been \
+             stamped late",
+            plan.max_lag_ms
+        ));
+    }
+    let invalid_reasons = judge_overhead(plan, achieved_rate, sched_lag_ms.p99, ws);
+    Overhead {
+        delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
+            .then(|| m.dists.delivery_delay.stats_ms(&plan.percentiles)),
+        sched_lag_ms,
+        loop_lag_ms,
+        worker_cpu_percent: ratio(cpu_ns, sum(|w| w.wall_ns)).map(|r| r * 100.0),
+        worker_cpu_percent_max: ws.iter().filter_map(cpu_percent).reduce(f64::max),
+        cpu_ns_per_request: ratio(cpu_ns, sum(|w| w.requests)),
+        cpu_ns_per_event: ratio(cpu_ns, sum(|w| w.events)),
+        events_per_read_mean: ratio(sum(|w| w.events), sum(|w| w.reads)),
+        bytes_per_read_mean: ratio(sum(|w| w.bytes), sum(|w| w.reads)),
+        io_driver: facts.io_driver.clone(),
+        channel_full: sum(|w| w.channel_full),
+        workers: ws.iter().map(worker_overhead).collect(),
+        sim: facts.sim.clone(),
+        valid: invalid_reasons.is_empty(),
+        invalid_reasons,
+    }
+}
+
+fn cpu_percent(w: &WorkerStats) -> Option<f64> {
+    ratio(w.cpu_ns, w.wall_ns).map(|r| r * 100.0)
+}
+
+fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
+    let lag: Stats = {
+        let mut d = Dist::new();
+        d.merge_histogram(&w.loop_lag);
+        d.stats_ms(&[])
+    };
+    WorkerOverhead {
+        worker: w.worker,
+        cpu: w.cpu,
+        cpu_percent: cpu_percent(w),
+        loop_lag_p99_ms: lag.p99,
+        requests: w.requests,
+        reads: w.reads,
+        events: w.events,
+        bytes: w.bytes,
+        connections_opened: w.connections_opened,
+        reconnects: w.reconnects,
+        channel_full: w.channel_full,
+    }
+}
+
+/// Why the client's own overhead makes the run's figures untrustworthy; empty means valid.
+/// Each reason names the figure, its value and the bound it broke.
+pub fn judge_overhead(
+    plan: &Plan,
+    achieved_rate: Option<f64>,
+    sched_lag_p99_ms: Option<f64>,
+    workers: &[WorkerStats],
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if let (Some(target), Some(achieved)) = (plan.target_rate(), achieved_rate) {
+        if achieved < MIN_RATE_FRACTION * target {
+            reasons.push(format!(
+                "achieved rate {achieved:.2} req/s is below {:.0}% of the target {target:.2} req/s",
+                MIN_RATE_FRACTION * 100.0
+            ));
+        }
+    }
+    if let Some(p99) = sched_lag_p99_ms.filter(|&p| p > plan.max_lag_ms) {
+        reasons.push(format!(
+            "scheduling lag p99 {p99:.3} ms is above the {:.3} ms bound (--max-lag)",
+            plan.max_lag_ms
+        ));
+    }
+    for w in workers {
+        let Some(pct) = cpu_percent(w) else {
+            continue;
+        };
+        if pct > SATURATED_CPU_FRACTION * 100.0 {
+            reasons.push(format!(
+                "worker {} (cpu {}) saturated: {pct:.1}% CPU of its wall time (bound {:.0}%)",
+                w.worker,
+                w.cpu,
+                SATURATED_CPU_FRACTION * 100.0
+            ));
+        }
+    }
+    let full: u64 = workers.iter().map(|w| w.channel_full).sum();
+    if full > 0 {
+        reasons.push(format!(
+            "{full} records found the collector channel full (the collector fell behind; workers \
+             held them)"
+        ));
+    }
+    reasons
+}

@@ -1,0 +1,426 @@
+//! Stage 7 of the flow (… → record → **collector** → summary → report): the one collector
+//! thread. It takes every `Record` the workers send (warm-up included), streams it to
+//! `requests.jsonl`, and folds the measured ones into fixed-size histograms and counters;
+//! `finish` turns those, plus what the workers report about themselves (`RunFacts`), into the
+//! `Summary`. Workers never compute percentiles; this module never prints, never blocks a
+//! worker, and holds nothing that grows with the number of requests (failure kinds excepted:
+//! a handful of keys).
+//!
+//! Which requests enter which figure follows `metrics.md`: warm-up records are counted and
+//! logged, nothing else; failures never enter a latency but are in goodput's denominator;
+//! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`.
+
+mod dist;
+mod finish;
+pub mod jsonl;
+
+pub use dist::{new_histogram, Dist, HIST_MAX_NS, HIST_SIGFIG};
+pub use finish::judge_overhead;
+
+use crate::plan::{Plan, Slo, SloMetric};
+use crate::record::{OslSource, Outcome, Record};
+use crate::summary::OutputSource;
+use hdrhistogram::Histogram;
+use jsonl::RequestLog;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+/// What one worker reports about itself when it ends.
+#[derive(Clone, Debug)]
+pub struct WorkerStats {
+    pub worker: u16,
+    pub cpu: usize,
+    /// Thread CPU time and wall time while the worker ran.
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+    /// Event-loop lag probe samples, ns (create with `new_histogram` so merging is exact).
+    pub loop_lag: Histogram<u64>,
+    pub reads: u64,
+    pub events: u64,
+    pub bytes: u64,
+    pub requests: u64,
+    pub connections_opened: u64,
+    pub reconnects: u64,
+    /// Records that found the collector channel full (kept by the worker, sent later).
+    pub channel_full: u64,
+}
+
+impl WorkerStats {
+    /// All counters zero, an empty loop-lag histogram with the standard bounds.
+    pub fn new(worker: u16, cpu: usize) -> Self {
+        WorkerStats {
+            worker,
+            cpu,
+            cpu_ns: 0,
+            wall_ns: 0,
+            loop_lag: new_histogram(),
+            reads: 0,
+            events: 0,
+            bytes: 0,
+            requests: 0,
+            connections_opened: 0,
+            reconnects: 0,
+            channel_full: 0,
+        }
+    }
+}
+
+/// Facts about the run that records do not carry, handed to `finish`.
+#[derive(Clone, Debug, Default)]
+pub struct RunFacts {
+    /// RFC 3339 wall clock; the report header only.
+    pub started_at: String,
+    /// `io_uring` or `epoll`.
+    pub io_driver: String,
+    /// Arrivals in the schedule, warm-up included (closed loop: claimed).
+    pub scheduled: u64,
+    pub wall_ns: u64,
+    pub interrupted: bool,
+    pub workers: Vec<WorkerStats>,
+    /// The in-process simulator's own stats, if the run used one.
+    pub sim: Option<serde_json::Value>,
+    pub warnings: Vec<String>,
+}
+
+/// A cheap snapshot for the progress line. Counts cover every record so far, warm-up
+/// included (`warmup` says how many of them); a record arrives when its request has ended, so
+/// `sent` counts ended requests that had been sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    pub records: u64,
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub not_sent: u64,
+    pub warmup: u64,
+    pub last_sent_ns: u64,
+    pub last_done_ns: u64,
+    /// Only the workers know what is in flight; the caller fills this in if it tracks it.
+    pub in_flight: Option<u64>,
+}
+
+impl LiveCounts {
+    fn count(&mut self, rec: &Record) {
+        self.records += 1;
+        self.warmup += rec.warmup as u64;
+        match rec.outcome {
+            Outcome::NotSent => self.not_sent += 1,
+            Outcome::Ok => self.ok += 1,
+            Outcome::Cancelled => self.cancelled += 1,
+            _ => self.failed += 1,
+        }
+        if rec.outcome.was_sent() {
+            self.sent += 1;
+        }
+        self.last_sent_ns = self.last_sent_ns.max(rec.sent_ns.unwrap_or(0));
+        self.last_done_ns = self.last_done_ns.max(rec.done_ns.unwrap_or(0));
+    }
+}
+
+/// Every distribution of the summary.
+#[derive(Clone, Debug, Default)]
+struct Dists {
+    ttft: Dist,
+    ttfo: Dist,
+    ttfb: Dist,
+    tpot: Dist,
+    itl: Dist,
+    e2e: Dist,
+    ntpot: Dist,
+    ttft_from_intent: Dist,
+    e2e_from_intent: Dist,
+    max_stall: Dist,
+    sched_lag: Dist,
+    delivery_delay: Dist,
+}
+
+/// Counters over measured (non-warm-up) records.
+#[derive(Clone, Debug, Default)]
+struct Measured {
+    sent: u64,
+    ok: u64,
+    failed: u64,
+    cancelled: u64,
+    not_sent: u64,
+    /// Keyed by outcome and, for HTTP statuses only, the code; turned into strings at the end
+    /// so that a failure costs no allocation.
+    failed_by_kind: BTreeMap<(Outcome, u16), u64>,
+    first_sent_ns: Option<u64>,
+    last_sent_ns: Option<u64>,
+    last_done_ns: Option<u64>,
+    /// Σ E2E of every measured request that ended (failures too: they held a slot).
+    e2e_all_ns: u128,
+    good: u64,
+    good_output_tokens: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    output_source: OutputSource,
+    /// Sent records without `sent_ns`, and successful ones whose stamps run backwards.
+    bad_stamps: u64,
+    /// Events stamped before the server says it wrote them (the two clocks disagree).
+    delivery_negative: u64,
+    events_dropped: u64,
+    dists: Dists,
+}
+
+pub struct Collector {
+    stream: bool,
+    slos: Vec<Slo>,
+    log: Option<RequestLog>,
+    /// The first error writing the log; the log stops there and the summary says so.
+    log_error: Option<io::Error>,
+    live: LiveCounts,
+    warmup: u64,
+    m: Measured,
+}
+
+impl Collector {
+    /// Opens `out_dir/requests.jsonl` when a directory is given.
+    pub fn new(plan: &Plan, out_dir: Option<&Path>) -> io::Result<Self> {
+        let log = out_dir.map(RequestLog::create).transpose()?;
+        Ok(Collector {
+            stream: plan.stream,
+            slos: plan.goodput.clone(),
+            log,
+            log_error: None,
+            live: LiveCounts::default(),
+            warmup: 0,
+            m: Measured::default(),
+        })
+    }
+
+    pub fn add(&mut self, rec: &Record) {
+        self.log_record(rec);
+        self.live.count(rec);
+        if rec.warmup {
+            self.warmup += 1;
+            return;
+        }
+        self.m.add(rec, self.stream, &self.slos);
+    }
+
+    pub fn live(&self) -> LiveCounts {
+        self.live
+    }
+
+    fn log_record(&mut self, rec: &Record) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        if let Err(e) = log.append(rec) {
+            // Keep measuring: a full disk should cost the log, not the run's figures.
+            self.log_error = Some(e);
+            self.log = None;
+        }
+    }
+}
+
+impl Measured {
+    fn add(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
+        if !rec.outcome.was_sent() {
+            self.not_sent += 1;
+            return;
+        }
+        self.sent += 1;
+        self.add_stamps(rec);
+        match rec.outcome {
+            Outcome::Ok => self.add_ok(rec, stream, slos),
+            Outcome::Cancelled => self.cancelled += 1,
+            kind => {
+                self.failed += 1;
+                let status = if kind == Outcome::HttpStatus {
+                    rec.status
+                } else {
+                    0
+                };
+                *self.failed_by_kind.entry((kind, status)).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// What every sent request contributes, whatever its outcome.
+    fn add_stamps(&mut self, rec: &Record) {
+        match rec.sent_ns {
+            Some(s) => {
+                self.first_sent_ns = Some(self.first_sent_ns.map_or(s, |f| f.min(s)));
+                self.last_sent_ns = Some(self.last_sent_ns.map_or(s, |l| l.max(s)));
+            }
+            None => self.bad_stamps += 1,
+        }
+        if let Some(d) = rec.done_ns {
+            self.last_done_ns = Some(self.last_done_ns.map_or(d, |l| l.max(d)));
+        }
+        if let Some(lag) = rec.sched_lag_ns() {
+            self.dists.sched_lag.record(lag);
+        }
+        if let Some(e2e) = rec.e2e_ns() {
+            self.e2e_all_ns += e2e as u128;
+        }
+        for e in &rec.events {
+            let Some(server_ns) = e.server_ns else {
+                continue;
+            };
+            match e.at_ns.checked_sub(server_ns) {
+                Some(delay) => self.dists.delivery_delay.record(delay),
+                None => self.delivery_negative += 1,
+            }
+        }
+        self.events_dropped += rec.events_dropped as u64;
+    }
+
+    fn add_ok(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
+        self.ok += 1;
+        self.input_tokens += rec.input_tokens as u64;
+        self.output_tokens += rec.output_tokens as u64;
+        match rec.output_source {
+            OslSource::Usage => self.output_source.usage += 1,
+            OslSource::Tokenizer => self.output_source.tokenizer += 1,
+            OslSource::Events => self.output_source.events += 1,
+        }
+        if !stamps_in_order(rec) {
+            self.bad_stamps += 1;
+        }
+        let d = &mut self.dists;
+        record_opt(&mut d.e2e, rec.e2e_ns());
+        record_opt(&mut d.ttfb, rec.ttfb_ns());
+        record_opt(&mut d.ntpot, rec.ntpot_ns());
+        record_opt(&mut d.e2e_from_intent, rec.e2e_from_intent_ns());
+        if stream {
+            record_opt(&mut d.ttft, rec.ttft_ns());
+            record_opt(&mut d.ttfo, rec.ttfo_ns());
+            record_opt(&mut d.tpot, rec.tpot_ns());
+            record_opt(&mut d.ttft_from_intent, rec.ttft_from_intent_ns());
+            record_opt(&mut d.max_stall, rec.max_stall_ns());
+            rec.itl_gaps_ns().for_each(|gap| d.itl.record(gap));
+        }
+        if !slos.is_empty() && meets_slos(rec, stream, slos) {
+            self.good += 1;
+            self.good_output_tokens += rec.output_tokens as u64;
+        }
+    }
+}
+
+fn record_opt(d: &mut Dist, v: Option<u64>) {
+    if let Some(v) = v {
+        d.record(v);
+    }
+}
+
+/// sent ≤ head ≤ first token ≤ last token ≤ done, over the stamps that exist.
+fn stamps_in_order(rec: &Record) -> bool {
+    let stamps = [
+        rec.sent_ns,
+        rec.head_ns,
+        rec.first_token_ns,
+        rec.last_token_ns,
+        rec.done_ns,
+    ];
+    let mut prev = 0;
+    stamps.iter().flatten().all(|&s| {
+        let ok = s >= prev;
+        prev = s;
+        ok
+    })
+}
+
+/// Does a successful request meet every SLO? A metric the request does not have (TPOT of a
+/// one-token answer, TTFT without streaming) does not fail it: vLLM counts such a TPOT as 0.
+/// `itl` bounds every chunk gap, i.e. the largest one (vLLM's meaning).
+pub fn meets_slos(rec: &Record, stream: bool, slos: &[Slo]) -> bool {
+    slos.iter().all(|slo| {
+        let value_ns = match slo.metric {
+            SloMetric::Ttft if stream => rec.ttft_ns(),
+            SloMetric::Tpot if stream => rec.tpot_ns(),
+            SloMetric::Itl if stream => rec.max_stall_ns(),
+            SloMetric::Ttft | SloMetric::Tpot | SloMetric::Itl => None,
+            SloMetric::E2e => rec.e2e_ns(),
+            SloMetric::Ntpot => rec.ntpot_ns(),
+        };
+        value_ns.is_none_or(|v| v as f64 <= slo.max_ms * 1e6)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::EventStamp;
+
+    fn ok_record(sent_ns: u64, gaps_ns: &[u64]) -> Record {
+        let mut at = sent_ns + 1_000;
+        let mut events = vec![EventStamp {
+            at_ns: at,
+            tokens: 1,
+            output: true,
+            ..Default::default()
+        }];
+        for g in gaps_ns {
+            at += g;
+            events.push(EventStamp {
+                at_ns: at,
+                tokens: 1,
+                output: true,
+                ..Default::default()
+            });
+        }
+        Record {
+            outcome: Outcome::Ok,
+            status: 200,
+            intended_ns: sent_ns,
+            sent_ns: Some(sent_ns),
+            head_ns: Some(sent_ns + 500),
+            first_token_ns: Some(sent_ns + 1_000),
+            first_output_ns: Some(sent_ns + 1_000),
+            last_token_ns: Some(at),
+            done_ns: Some(at + 10),
+            output_tokens: events.len() as u32,
+            events,
+            ..Default::default()
+        }
+    }
+
+    fn slo(metric: SloMetric, max_ms: f64) -> Slo {
+        Slo { metric, max_ms }
+    }
+
+    #[test]
+    fn itl_slo_bounds_every_gap_not_the_mean() {
+        let r = ok_record(0, &[1_000_000, 1_000_000, 5_000_000]);
+        assert!(meets_slos(&r, true, &[slo(SloMetric::Itl, 5.0)]));
+        assert!(!meets_slos(&r, true, &[slo(SloMetric::Itl, 4.9)]));
+        assert!(meets_slos(&r, true, &[slo(SloMetric::Tpot, 2.5)]));
+    }
+
+    #[test]
+    fn undefined_metrics_do_not_fail_an_slo() {
+        let one_token = ok_record(0, &[]);
+        assert!(meets_slos(&one_token, true, &[slo(SloMetric::Tpot, 0.0)]));
+        assert!(meets_slos(&one_token, false, &[slo(SloMetric::Ttft, 0.0)]));
+        assert!(!meets_slos(&one_token, true, &[slo(SloMetric::Ttft, 0.0)]));
+    }
+
+    #[test]
+    fn stamp_order_is_checked() {
+        let mut r = ok_record(100, &[10]);
+        assert!(stamps_in_order(&r));
+        r.done_ns = Some(50);
+        assert!(!stamps_in_order(&r));
+    }
+
+    #[test]
+    fn live_counts_include_warmup_and_not_sent() {
+        let mut c = Collector::new(&Plan::defaults(), None).unwrap();
+        let mut w = ok_record(0, &[]);
+        w.warmup = true;
+        c.add(&w);
+        c.add(&ok_record(10, &[5]));
+        c.add(&Record::default());
+        let l = c.live();
+        assert_eq!(
+            (l.records, l.sent, l.ok, l.not_sent, l.warmup),
+            (3, 2, 2, 1, 1)
+        );
+        assert_eq!(l.in_flight, None);
+    }
+}
