@@ -113,11 +113,9 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     )?;
     if let Some(target) = s.target.request_rate {
         let achieved = num(s.achieved.request_rate, 2);
-        row(
-            out,
-            "Achieved / target rate (req/s):",
-            format!("{achieved} / {target:.2}"),
-        )?;
+        let schedule = num(s.achieved.schedule_rate, 2);
+        let rates = format!("{achieved} / {target:.2} (schedule {schedule})");
+        row(out, "Achieved / target rate (req/s):", rates)?;
     }
     row(
         out,

@@ -124,6 +124,10 @@ pub struct TargetLoad {
 pub struct Achieved {
     /// Arrival rate actually offered: (measured sent − 1) / (last sent − first sent).
     pub request_rate: Option<f64>,
+    /// The rate the schedule set for the same requests: (measured sent − 1) / (last intended
+    /// − first intended). Equals the target for constant arrivals; for Poisson it is the
+    /// seeded draw's own rate, which is what `request_rate` should match.
+    pub schedule_rate: Option<f64>,
     /// Little's law: Σ E2E of measured requests / duration.
     pub concurrency_mean: Option<f64>,
 }

@@ -99,6 +99,23 @@ fn request_b() -> Record {
     b
 }
 
+/// The same request, every stamp `by_ns` later.
+fn shifted(mut r: Record, by_ns: u64) -> Record {
+    r.intended_ns += by_ns;
+    for ns in [
+        &mut r.sent_ns,
+        &mut r.head_ns,
+        &mut r.first_token_ns,
+        &mut r.first_output_ns,
+        &mut r.last_token_ns,
+        &mut r.done_ns,
+    ] {
+        *ns = ns.map(|v| v + by_ns);
+    }
+    r.events.iter_mut().for_each(|e| e.at_ns += by_ns);
+    r
+}
+
 fn facts(scheduled: u64) -> RunFacts {
     RunFacts {
         started_at: "2026-11-29T15:00:00Z".into(),
@@ -407,9 +424,12 @@ fn overhead_invalid_reasons_name_each_broken_bound() {
     let mut busy = WorkerStats::new(1, 3);
     (busy.cpu_ns, busy.wall_ns) = (96 * MS, 100 * MS);
     busy.channel_full = 3;
+    // The schedule asked for B 1 ms after A (1000 req/s); it went out 5 ms after.
+    let mut late_b = request_b();
+    late_b.intended_ns = 1_900_000;
     let s = run(
         &plan,
-        &[request_a(), request_b()],
+        &[request_a(), late_b],
         RunFacts {
             workers: vec![WorkerStats::new(0, 2), busy],
             ..facts(2)
@@ -419,11 +439,40 @@ fn overhead_invalid_reasons_name_each_broken_bound() {
     assert!(!s.overhead.valid);
     assert_eq!(s.exit_code(), 4);
     assert_eq!(r.len(), 4, "{r:?}");
-    assert!(r[0].contains("achieved rate 200.00 req/s") && r[0].contains("1000.00"));
-    assert!(r[1].contains("scheduling lag p99 0.100 ms"));
+    assert!(r[0].contains("achieved rate 200.00 req/s is below 99% of the 1000.00 req/s"));
+    assert!(r[1].contains("scheduling lag p99 4.100 ms"));
     assert!(r[2].contains("worker 1 (cpu 3) saturated: 96.0%"));
     assert!(r[3].contains("3 records found the collector channel full"));
     assert_eq!(s.target.request_rate, Some(1000.0));
+}
+
+#[test]
+fn the_rate_bound_is_against_the_schedule_not_the_luck_of_its_draw() {
+    // A Poisson draw that came out at 950 req/s against a 1000 req/s target, sent on time:
+    // the client kept up, so the run is valid; sent late, it is not.
+    let mut plan = Plan::defaults();
+    plan.load = Load::Open {
+        request_rate: 1000.0,
+        arrival: Arrival::Poisson,
+        max_concurrency: None,
+    };
+    let gap_ns = 1_000_000_000 / 950;
+    let on_time: Vec<Record> = (0..20)
+        .map(|i| shifted(ok(i, 0.0, 0, &[1, 2], 3), i * gap_ns))
+        .collect();
+    let s = run(&plan, &on_time, facts(20));
+    assert_close(s.achieved.request_rate, 950.0);
+    assert_close(s.achieved.schedule_rate, 950.0);
+    assert!(s.overhead.valid, "{:?}", s.overhead.invalid_reasons);
+
+    let mut late = on_time.clone();
+    let last = late.last_mut().unwrap();
+    last.sent_ns = last.sent_ns.map(|v| v + 2 * MS);
+    last.done_ns = last.done_ns.map(|v| v + 2 * MS);
+    plan.max_lag_ms = 10.0;
+    let s = run(&plan, &late, facts(20));
+    assert!(!s.overhead.valid);
+    assert!(s.overhead.invalid_reasons[0].contains("of the 950.00 req/s the schedule asked for"));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Part of the collector (… → record → **collector** → summary → report): the per-request
-//! log, `DIR/requests.jsonl`, written by hand straight into a large `BufWriter` so that a
-//! record costs no allocation and memory stays flat however long the run. It writes what the
+//! log, `DIR/requests.jsonl`. Each line is formatted by hand into one reused buffer and
+//! copied into a 1 MiB `BufWriter`, so a record costs no allocation, the disk sees one write
+//! per thousand-odd lines, and memory stays flat however long the run. It writes what the
 //! record holds and derives nothing: `ringbench report` recomputes every figure from it.
 //!
 //! # Format (one JSON object per line, one line per record, warm-up included)
@@ -39,6 +40,8 @@ pub const FLAG_REASONING: u8 = 2;
 pub struct RequestLog {
     path: PathBuf,
     out: BufWriter<File>,
+    /// One line under construction, reused: once it has grown, a record allocates nothing.
+    line: Vec<u8>,
     lines: u64,
 }
 
@@ -51,6 +54,7 @@ impl RequestLog {
         Ok(RequestLog {
             path,
             out: BufWriter::with_capacity(BUFFER_BYTES, file),
+            line: Vec::with_capacity(4096),
             lines: 0,
         })
     }
@@ -64,7 +68,9 @@ impl RequestLog {
     }
 
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
-        write_line(&mut self.out, rec)?;
+        self.line.clear();
+        format_line(&mut self.line, rec);
+        self.out.write_all(&self.line)?;
         self.lines += 1;
         Ok(())
     }
@@ -84,62 +90,118 @@ pub fn osl_source_name(s: OslSource) -> &'static str {
     }
 }
 
-/// One record as one line (see the module doc for the format).
-pub fn write_line(w: &mut impl Write, r: &Record) -> io::Result<()> {
-    write!(
-        w,
-        "{{\"id\":{},\"worker\":{},\"warmup\":{},\"outcome\":\"{}\",\"status\":{},\"intended_ns\":{}",
-        r.id,
-        r.worker,
-        r.warmup,
-        r.outcome.name(),
-        r.status,
-        r.intended_ns
-    )?;
-    field(w, "sent_ns", r.sent_ns)?;
-    field(w, "head_ns", r.head_ns)?;
-    field(w, "first_token_ns", r.first_token_ns)?;
-    field(w, "first_output_ns", r.first_output_ns)?;
-    field(w, "last_token_ns", r.last_token_ns)?;
-    field(w, "done_ns", r.done_ns)?;
-    write!(
-        w,
-        ",\"input_tokens\":{},\"output_tokens\":{},\"output_source\":\"{}\"",
-        r.input_tokens,
-        r.output_tokens,
-        osl_source_name(r.output_source)
-    )?;
-    field(w, "usage_prompt_tokens", r.usage_prompt_tokens)?;
-    field(w, "usage_completion_tokens", r.usage_completion_tokens)?;
-    field(w, "cached_tokens", r.cached_tokens)?;
-    write!(
-        w,
-        ",\"reads\":{},\"bytes\":{},\"events_dropped\":{},\"events\":[",
-        r.reads, r.bytes, r.events_dropped
-    )?;
+/// Appends one record as one line, newline included (see the module doc for the format).
+/// Numbers are formatted by hand: `write!` cost about 4 µs per 16-event record, this a
+/// fraction of it.
+pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
+    push(buf, "{\"id\":");
+    push_u64(buf, r.id);
+    key_u64(buf, "worker", r.worker.into());
+    push(
+        buf,
+        if r.warmup {
+            ",\"warmup\":true"
+        } else {
+            ",\"warmup\":false"
+        },
+    );
+    key_str(buf, "outcome", r.outcome.name());
+    key_u64(buf, "status", r.status.into());
+    key_u64(buf, "intended_ns", r.intended_ns);
+    key_opt(buf, "sent_ns", r.sent_ns);
+    key_opt(buf, "head_ns", r.head_ns);
+    key_opt(buf, "first_token_ns", r.first_token_ns);
+    key_opt(buf, "first_output_ns", r.first_output_ns);
+    key_opt(buf, "last_token_ns", r.last_token_ns);
+    key_opt(buf, "done_ns", r.done_ns);
+    key_u64(buf, "input_tokens", r.input_tokens.into());
+    key_u64(buf, "output_tokens", r.output_tokens.into());
+    key_str(buf, "output_source", osl_source_name(r.output_source));
+    key_opt(
+        buf,
+        "usage_prompt_tokens",
+        r.usage_prompt_tokens.map(u64::from),
+    );
+    key_opt(
+        buf,
+        "usage_completion_tokens",
+        r.usage_completion_tokens.map(u64::from),
+    );
+    key_opt(buf, "cached_tokens", r.cached_tokens.map(u64::from));
+    key_u64(buf, "reads", r.reads.into());
+    key_u64(buf, "bytes", r.bytes);
+    key_u64(buf, "events_dropped", r.events_dropped.into());
+    push(buf, ",\"events\":[");
     for (i, e) in r.events.iter().enumerate() {
         if i > 0 {
-            w.write_all(b",")?;
+            buf.push(b',');
         }
-        event(w, e)?;
+        event(buf, e);
     }
-    w.write_all(b"]}\n")
+    push(buf, "]}\n");
 }
 
-fn field<T: std::fmt::Display>(w: &mut impl Write, key: &str, v: Option<T>) -> io::Result<()> {
-    match v {
-        Some(v) => write!(w, ",\"{key}\":{v}"),
-        None => write!(w, ",\"{key}\":null"),
-    }
-}
-
-fn event(w: &mut impl Write, e: &EventStamp) -> io::Result<()> {
+fn event(buf: &mut Vec<u8>, e: &EventStamp) {
     let flags =
         if e.output { FLAG_OUTPUT } else { 0 } | if e.reasoning { FLAG_REASONING } else { 0 };
-    match e.server_ns {
-        Some(s) => write!(w, "[{},{},{},{}]", e.at_ns, e.tokens, s, flags),
-        None => write!(w, "[{},{},null,{}]", e.at_ns, e.tokens, flags),
+    buf.push(b'[');
+    push_u64(buf, e.at_ns);
+    buf.push(b',');
+    push_u64(buf, e.tokens.into());
+    buf.push(b',');
+    push_opt(buf, e.server_ns);
+    buf.push(b',');
+    push_u64(buf, flags.into());
+    buf.push(b']');
+}
+
+fn push(buf: &mut Vec<u8>, s: &str) {
+    buf.extend_from_slice(s.as_bytes());
+}
+
+fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
     }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+fn push_opt(buf: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        Some(v) => push_u64(buf, v),
+        None => push(buf, "null"),
+    }
+}
+
+/// `,"key":` — keys and the enum names are plain ASCII, nothing to escape.
+fn key(buf: &mut Vec<u8>, key: &str) {
+    push(buf, ",\"");
+    push(buf, key);
+    push(buf, "\":");
+}
+
+fn key_u64(buf: &mut Vec<u8>, k: &str, v: u64) {
+    key(buf, k);
+    push_u64(buf, v);
+}
+
+fn key_opt(buf: &mut Vec<u8>, k: &str, v: Option<u64>) {
+    key(buf, k);
+    push_opt(buf, v);
+}
+
+fn key_str(buf: &mut Vec<u8>, k: &str, v: &str) {
+    key(buf, k);
+    buf.push(b'"');
+    push(buf, v);
+    buf.push(b'"');
 }
 
 #[cfg(test)]
@@ -175,7 +237,7 @@ mod tests {
             ..Default::default()
         };
         let mut buf = Vec::new();
-        write_line(&mut buf, &r).unwrap();
+        format_line(&mut buf, &r);
         assert_eq!(buf.last(), Some(&b'\n'));
         assert_eq!(buf.iter().filter(|&&b| b == b'\n').count(), 1);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();

@@ -136,6 +136,28 @@ struct Dists {
     delivery_delay: Dist,
 }
 
+/// The first and last of a set of stamps, in whatever order they arrive.
+#[derive(Clone, Copy, Debug, Default)]
+struct Span {
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
+}
+
+impl Span {
+    fn add(&mut self, ns: u64) {
+        self.first_ns = Some(self.first_ns.map_or(ns, |f| f.min(ns)));
+        self.last_ns = Some(self.last_ns.map_or(ns, |l| l.max(ns)));
+    }
+
+    /// The rate of `n` events spread over this span. n events span n − 1 gaps, so the rate is
+    /// (n − 1) / span: exactly R for a constant rate R, where n / span would overstate it by
+    /// n / (n − 1). Undefined below two events or for an empty span.
+    fn rate_per_s(&self, n: u64) -> Option<f64> {
+        let span_ns = self.last_ns?.checked_sub(self.first_ns?)?;
+        (n >= 2 && span_ns > 0).then(|| (n - 1) as f64 * 1e9 / span_ns as f64)
+    }
+}
+
 /// Counters over measured (non-warm-up) records.
 #[derive(Clone, Debug, Default)]
 struct Measured {
@@ -147,8 +169,9 @@ struct Measured {
     /// Keyed by outcome and, for HTTP statuses only, the code; turned into strings at the end
     /// so that a failure costs no allocation.
     failed_by_kind: BTreeMap<(Outcome, u16), u64>,
-    first_sent_ns: Option<u64>,
-    last_sent_ns: Option<u64>,
+    /// Send stamps and intended times of measured sent requests.
+    sent_span: Span,
+    intended_span: Span,
     last_done_ns: Option<u64>,
     /// Σ E2E of every measured request that ended (failures too: they held a slot).
     e2e_all_ns: u128,
@@ -243,12 +266,10 @@ impl Measured {
     /// What every sent request contributes, whatever its outcome.
     fn add_stamps(&mut self, rec: &Record) {
         match rec.sent_ns {
-            Some(s) => {
-                self.first_sent_ns = Some(self.first_sent_ns.map_or(s, |f| f.min(s)));
-                self.last_sent_ns = Some(self.last_sent_ns.map_or(s, |l| l.max(s)));
-            }
+            Some(s) => self.sent_span.add(s),
             None => self.bad_stamps += 1,
         }
+        self.intended_span.add(rec.intended_ns);
         if let Some(d) = rec.done_ns {
             self.last_done_ns = Some(self.last_done_ns.map_or(d, |l| l.max(d)));
         }
@@ -398,6 +419,18 @@ mod tests {
         assert!(meets_slos(&one_token, true, &[slo(SloMetric::Tpot, 0.0)]));
         assert!(meets_slos(&one_token, false, &[slo(SloMetric::Ttft, 0.0)]));
         assert!(!meets_slos(&one_token, true, &[slo(SloMetric::Ttft, 0.0)]));
+    }
+
+    #[test]
+    fn a_span_rate_counts_gaps_not_events() {
+        let mut span = Span::default();
+        assert_eq!(span.rate_per_s(0), None);
+        [0, 100_000_000, 200_000_000, 300_000_000]
+            .into_iter()
+            .rev()
+            .for_each(|ns| span.add(ns));
+        assert_eq!(span.rate_per_s(4), Some(10.0));
+        assert_eq!(span.rate_per_s(1), None);
     }
 
     #[test]
