@@ -16,7 +16,7 @@ const NS_PER_S: f64 = 1e9;
 
 /// A worker busier than this share of its wall time was saturated: its stamps waited.
 const SATURATED_CPU_FRACTION: f64 = 0.95;
-/// Open loop: achieved arrival rate below this share of the target means it was not offered.
+/// Open loop: an achieved rate below this share of the schedule's means the load was not offered.
 const MIN_RATE_FRACTION: f64 = 0.99;
 
 impl Collector {
