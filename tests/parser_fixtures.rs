@@ -1,0 +1,329 @@
+//! Integration test of stage 3–5 of the flow (worker → **http → sse → extract** → record)
+//! against real bytes: every `*.wire.bin` captured from vLLM, llama.cpp and GuideLLM's mock
+//! (`shared/fixtures/sse`) is fed to `ringbench::http::ResponseParser` whole, cut at every
+//! byte, and cut into many small random reads; the heads, events and outcome must not depend
+//! on the cuts. Known facts of each capture are then checked. No I/O beyond reading the
+//! fixture files; the folder must exist (a missing folder fails, it never passes silently).
+
+use std::path::{Path, PathBuf};
+
+use ringbench::extract::{EventInfo, Usage};
+use ringbench::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
+
+/// Everything a response produced, in order.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Trace {
+    heads: Vec<(u16, bool)>,
+    events: Vec<EventInfo>,
+    end: Option<Result<Progress, ResponseError>>,
+}
+
+impl ResponseSink for Trace {
+    fn head(&mut self, status: u16, streaming: bool) {
+        self.heads.push((status, streaming));
+    }
+    fn event(&mut self, ev: &EventInfo) {
+        self.events.push(*ev);
+    }
+}
+
+impl Trace {
+    fn tokens(&self) -> usize {
+        self.events.iter().filter(|e| e.carries_token()).count()
+    }
+    fn content_bytes(&self) -> u32 {
+        self.events.iter().map(|e| e.content_bytes).sum()
+    }
+    fn usage(&self) -> Vec<Usage> {
+        self.events.iter().filter_map(|e| e.usage).collect()
+    }
+    fn done_markers(&self) -> usize {
+        self.events.iter().filter(|e| e.done_marker).count()
+    }
+    fn finishes(&self) -> usize {
+        self.events.iter().filter(|e| e.finish).count()
+    }
+}
+
+/// Feed `reads` in order to one parser (reused: reset first), then eof if not yet done.
+fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trace {
+    p.reset();
+    let mut t = Trace::default();
+    for read in reads {
+        let r = p.feed(read, &mut t);
+        if !matches!(r, Ok(Progress::NeedMore)) {
+            t.end = Some(r);
+            return t;
+        }
+    }
+    let r = p.eof(&mut t);
+    t.end = Some(r);
+    t
+}
+
+/// A small seeded generator (splitmix64) so a failing cut can be replayed exactly.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Read sizes biased to small (1..=16) with some large ones, as sockets deliver.
+    fn cut_sizes(&mut self, total: usize) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        let mut left = total;
+        while left > 0 {
+            let n = match self.next() % 4 {
+                0 => 1 + (self.next() % 512) as usize,
+                _ => 1 + (self.next() % 16) as usize,
+            };
+            let n = n.min(left);
+            sizes.push(n);
+            left -= n;
+        }
+        sizes
+    }
+}
+
+fn fixtures_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = std::env::var_os("RINGBENCH_FIXTURES")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(manifest.ancestors().map(|a| a.join("shared/fixtures/sse")))
+        .find(|p| p.is_dir());
+    match found {
+        Some(dir) => dir,
+        None => panic!(
+            "fixture folder shared/fixtures/sse not found beside or above {} \
+             (set RINGBENCH_FIXTURES to its path)",
+            manifest.display()
+        ),
+    }
+}
+
+/// Every `<server>/<name>.wire.bin`, as ("server/name", bytes), sorted.
+fn wire_fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = fixtures_dir();
+    let mut out = Vec::new();
+    for server in std::fs::read_dir(&dir).expect("read fixture dir") {
+        let server = server.expect("dir entry").path();
+        if !server.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&server).expect("read server dir") {
+            let path = file.expect("dir entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if let Some(stem) = name.strip_suffix(".wire.bin") {
+                let server = server
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                let bytes = std::fs::read(&path).expect("read fixture");
+                out.push((format!("{server}/{stem}"), bytes));
+            }
+        }
+    }
+    out.sort();
+    assert!(
+        out.len() >= 17,
+        "expected at least 17 wire fixtures in {}, found {}",
+        dir.display(),
+        out.len()
+    );
+    out
+}
+
+fn fixture(name: &str) -> Trace {
+    let (_, bytes) = wire_fixtures()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("fixture {name} missing"));
+    let mut p = ResponseParser::new(Limits::default());
+    parse(&mut p, &mut std::iter::once(&bytes[..]))
+}
+
+#[test]
+fn every_fixture_parses_the_same_at_every_single_cut() {
+    let mut p = ResponseParser::new(Limits::default());
+    for (name, wire) in wire_fixtures() {
+        let whole = parse(&mut p, &mut std::iter::once(&wire[..]));
+        assert!(
+            matches!(whole.end, Some(Ok(Progress::Done { .. }))),
+            "{name}: {whole:?}"
+        );
+        for cut in 0..=wire.len() {
+            let (a, b) = wire.split_at(cut);
+            let got = parse(&mut p, &mut [a, b].into_iter());
+            assert_eq!(got, whole, "{name}: cut at byte {cut}");
+        }
+    }
+}
+
+#[test]
+fn every_fixture_parses_the_same_in_random_small_reads() {
+    let mut p = ResponseParser::new(Limits::default());
+    let mut rng = Rng(0x5eed_cafe);
+    for (name, wire) in wire_fixtures() {
+        let whole = parse(&mut p, &mut std::iter::once(&wire[..]));
+        for round in 0..200 {
+            let sizes = rng.cut_sizes(wire.len());
+            let mut at = 0;
+            let mut reads = sizes.iter().map(|&n| {
+                at += n;
+                &wire[at - n..at]
+            });
+            let got = parse(&mut p, &mut reads);
+            assert_eq!(got, whole, "{name}: round {round}, read sizes {sizes:?}");
+        }
+        let bytes = parse(&mut p, &mut wire.chunks(1));
+        assert_eq!(bytes, whole, "{name}: byte-at-a-time");
+    }
+}
+
+fn usage(prompt: u32, completion: u32, cached: Option<u32>) -> Usage {
+    Usage {
+        prompt_tokens: Some(prompt),
+        completion_tokens: Some(completion),
+        cached_tokens: cached,
+    }
+}
+
+const DONE_KEEP: Option<Result<Progress, ResponseError>> =
+    Some(Ok(Progress::Done { keep_alive: true }));
+
+#[test]
+fn vllm_chat_stream_usage() {
+    let t = fixture("vllm-cpu/chat_stream_usage");
+    assert_eq!((t.heads.clone(), t.end), (vec![(200, true)], DONE_KEEP));
+    assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (11, 8, 37));
+    // Role-only first chunk ("content":""): an event, not a token.
+    assert!(!t.events[0].carries_token() && !t.events[0].finish);
+    // finish_reason on the last content chunk, usage on its own chunk with empty choices.
+    assert!(t.events[8].finish && t.events[8].carries_token());
+    assert!(t.events[9].usage.is_some() && !t.events[9].carries_token());
+    assert_eq!(t.usage(), vec![usage(19, 8, None)]);
+    assert!(t.events[10].done_marker);
+    assert_eq!((t.done_markers(), t.finishes()), (1, 1));
+    assert!(t
+        .events
+        .iter()
+        .all(|e| !e.error && e.server_mono_ns.is_none()));
+}
+
+#[test]
+fn vllm_merges_tokens_into_fewer_events() {
+    let t = fixture("vllm-cpu/chat_stream_usage_64");
+    assert_eq!((t.events.len(), t.tokens()), (24, 21));
+    assert_eq!(t.usage(), vec![usage(41, 64, None)]);
+    let stop = fixture("vllm-cpu/chat_stream_stop");
+    assert_eq!(
+        (stop.tokens(), stop.usage()),
+        (10, vec![usage(14, 11, None)])
+    );
+    let completions = fixture("vllm-cpu/completions_stream_usage");
+    assert_eq!((completions.tokens(), completions.content_bytes()), (8, 33));
+    assert_eq!(completions.usage(), vec![usage(4, 8, None)]);
+}
+
+#[test]
+fn llama_cpp_completions_attach_usage_to_the_last_chunk() {
+    let t = fixture("llama-cpp-server/completions_stream_usage");
+    assert_eq!(t.end, DONE_KEEP);
+    assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (10, 8, 31));
+    let last = t.events[8];
+    assert!(last.finish && last.usage.is_some() && !last.carries_token());
+    assert_eq!(t.usage(), vec![usage(4, 8, Some(3))]);
+    assert!(t.events[9].done_marker);
+}
+
+#[test]
+fn llama_cpp_chat_null_role_chunk_and_separate_usage() {
+    let t = fixture("llama-cpp-server/chat_stream_usage");
+    // Two events share the first HTTP chunk; the role chunk has "content":null.
+    assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (12, 8, 45));
+    assert!(!t.events[0].carries_token() && t.events[1].carries_token());
+    assert!(t.events[9].finish && !t.events[9].carries_token());
+    assert!(t.events[10].usage.is_some() && !t.events[10].finish);
+    assert_eq!(t.usage(), vec![usage(19, 8, Some(18))]);
+    let long = fixture("llama-cpp-server/chat_stream_usage_64");
+    assert_eq!((long.events.len(), long.tokens()), (68, 64));
+    assert_eq!(long.usage(), vec![usage(41, 64, Some(0))]);
+}
+
+#[test]
+fn llama_cpp_close_after_last_chunk_is_a_complete_response() {
+    // This capture ends "0\r\n" without the final CRLF: the server closed right after the
+    // last chunk. All data arrived; it must not count as a reset.
+    let t = fixture("llama-cpp-server/chat_stream_stop");
+    assert_eq!(t.end, Some(Ok(Progress::Done { keep_alive: false })));
+    assert_eq!((t.tokens(), t.done_markers()), (11, 1));
+    assert_eq!(t.usage(), vec![usage(14, 11, Some(4))]);
+}
+
+#[test]
+fn guidellm_mock_streams() {
+    let t = fixture("guidellm-mock/chat_stream_usage");
+    assert_eq!((t.heads.clone(), t.end), (vec![(200, true)], DONE_KEEP));
+    assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (11, 8, 25));
+    assert_eq!(t.usage(), vec![usage(9, 8, None)]);
+    let c = fixture("guidellm-mock/completions_stream_usage");
+    assert_eq!((c.tokens(), c.usage()), (8, vec![usage(7, 8, None)]));
+    let long = fixture("guidellm-mock/chat_stream_usage_64");
+    assert_eq!(
+        (long.tokens(), long.usage()),
+        (16, vec![usage(23, 16, None)])
+    );
+}
+
+#[test]
+fn nostream_bodies_are_exactly_one_event_with_content_and_usage() {
+    for (name, content_bytes, want) in [
+        ("vllm-cpu/chat_nostream", 35, usage(19, 8, None)),
+        ("llama-cpp-server/chat_nostream", 41, usage(19, 8, Some(18))),
+        ("guidellm-mock/chat_nostream", 25, usage(9, 8, None)),
+    ] {
+        let t = fixture(name);
+        assert_eq!(
+            (t.heads.clone(), t.end),
+            (vec![(200, false)], DONE_KEEP),
+            "{name}"
+        );
+        assert_eq!(t.events.len(), 1, "{name}");
+        let ev = t.events[0];
+        assert_eq!(
+            (ev.content_bytes, ev.usage, ev.finish),
+            (content_bytes, Some(want), true)
+        );
+    }
+}
+
+#[test]
+fn bad_model_is_404_without_events_or_a_stream_for_lenient_servers() {
+    let vllm = fixture("vllm-cpu/err_bad_model_stream");
+    assert_eq!(
+        (vllm.heads.clone(), vllm.end),
+        (vec![(404, false)], DONE_KEEP)
+    );
+    assert!(vllm.events.is_empty());
+    // llama.cpp and the GuideLLM mock ignore the model name and stream anyway.
+    assert_eq!(fixture("llama-cpp-server/err_bad_model_stream").tokens(), 4);
+    assert_eq!(fixture("guidellm-mock/err_bad_model_stream").tokens(), 4);
+}
+
+#[test]
+fn no_fixture_carries_reasoning_or_error_events() {
+    for (name, _) in wire_fixtures() {
+        let t = fixture(&name);
+        assert!(
+            t.events.iter().all(|e| e.reasoning_bytes == 0 && !e.error),
+            "{name}"
+        );
+    }
+}
