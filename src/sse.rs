@@ -131,13 +131,13 @@ impl SseSplitter {
 /// several are joined with `\n` into `joined`, as the SSE spec says.
 fn event_data<'a>(event: &'a [u8], joined: &'a mut Vec<u8>) -> Option<&'a [u8]> {
     let mut first: Option<&'a [u8]> = None;
-    let mut lines = 0usize;
-    for line in event.split(|&b| b == b'\n') {
+    let mut data_lines = 0usize;
+    for line in lines(event) {
         let Some(value) = data_value(line.strip_suffix(b"\r").unwrap_or(line)) else {
             continue;
         };
-        lines += 1;
-        match lines {
+        data_lines += 1;
+        match data_lines {
             1 => first = Some(value),
             2 => {
                 joined.clear();
@@ -151,8 +151,19 @@ fn event_data<'a>(event: &'a [u8], joined: &'a mut Vec<u8>) -> Option<&'a [u8]> 
             }
         }
     }
-    let data = if lines > 1 { &joined[..] } else { first? };
+    let data = if data_lines > 1 { &joined[..] } else { first? };
     (!data.is_empty()).then_some(data)
+}
+
+/// The `\n`-terminated lines of a complete event, found with memchr: a byte-wise split
+/// doubled the cost of splitting a 225-byte event.
+fn lines(event: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    memchr_iter(b'\n', event).map(move |lf| {
+        let line = &event[start..lf];
+        start = lf + 1;
+        line
+    })
 }
 
 /// The value of a `data` field line, with the one optional space after the colon removed.

@@ -327,3 +327,174 @@ fn no_fixture_carries_reasoning_or_error_events() {
         );
     }
 }
+
+mod cutting {
+    //! Property: any cutting of a synthetic chunked SSE response into reads gives the same
+    //! heads, events and outcome as one read, and those events are the ones encoded.
+
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::{select, Index};
+
+    /// One synthetic event: which field carries the text, and the text.
+    #[derive(Clone, Debug)]
+    enum Ev {
+        Content(String),
+        Reasoning(String),
+        Text(String),
+        Usage(u32),
+        Done,
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        let chars = vec!['a', 'Z', ' ', '"', '\\', '\n', '/', 'é', '中', '🙂', ':'];
+        prop::collection::vec(select(chars), 0..10).prop_map(|c| c.into_iter().collect())
+    }
+
+    fn event() -> impl Strategy<Value = Ev> {
+        prop_oneof![
+            4 => text().prop_map(Ev::Content),
+            1 => text().prop_map(Ev::Reasoning),
+            1 => text().prop_map(Ev::Text),
+            1 => (0u32..100_000).prop_map(Ev::Usage),
+            1 => Just(Ev::Done),
+        ]
+    }
+
+    fn json_str(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    fn payload(ev: &Ev) -> String {
+        let choice = |inner: String| {
+            format!(
+                r#"{{"choices":[{{"index":0,{inner},"logprobs":{{"content":"xx"}},"finish_reason":null}}]}}"#
+            )
+        };
+        match ev {
+            Ev::Content(s) => choice(format!(r#""delta":{{"content":{}}}"#, json_str(s))),
+            Ev::Reasoning(s) => choice(format!(
+                r#""delta":{{"reasoning_content":{}}}"#,
+                json_str(s)
+            )),
+            Ev::Text(s) => choice(format!(r#""text":{}"#, json_str(s))),
+            Ev::Usage(n) => {
+                format!(r#"{{"choices":[],"usage":{{"prompt_tokens":3,"completion_tokens":{n}}}}}"#)
+            }
+            Ev::Done => "[DONE]".to_string(),
+        }
+    }
+
+    fn expected(ev: &Ev) -> EventInfo {
+        let len = |s: &String| s.len() as u32;
+        match ev {
+            Ev::Content(s) | Ev::Text(s) => EventInfo {
+                content_bytes: len(s),
+                ..EventInfo::default()
+            },
+            Ev::Reasoning(s) => EventInfo {
+                reasoning_bytes: len(s),
+                ..EventInfo::default()
+            },
+            Ev::Usage(n) => EventInfo {
+                usage: Some(Usage {
+                    prompt_tokens: Some(3),
+                    completion_tokens: Some(*n),
+                    cached_tokens: None,
+                }),
+                ..EventInfo::default()
+            },
+            Ev::Done => EventInfo {
+                done_marker: true,
+                ..EventInfo::default()
+            },
+        }
+    }
+
+    /// SSE body: each event with optional comment / `event:` / `id:` lines before its data,
+    /// ended by one of the separators real servers use.
+    fn sse_body(events: &[Ev], style: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (i, ev) in events.iter().enumerate() {
+            let s = style.get(i).copied().unwrap_or(0);
+            let eol: &[u8] = if s & 1 == 0 { b"\n" } else { b"\r\n" };
+            if s & 2 != 0 {
+                body.extend_from_slice(b": ping");
+                body.extend_from_slice(eol);
+            }
+            if s & 4 != 0 {
+                body.extend_from_slice(b"event: message\r\nid: 9");
+                body.extend_from_slice(eol);
+            }
+            body.extend_from_slice(b"data: ");
+            body.extend_from_slice(payload(ev).as_bytes());
+            body.extend_from_slice(eol);
+            body.extend_from_slice(if s & 8 != 0 { b"\r\n" } else { eol });
+        }
+        body
+    }
+
+    /// Chunked framing with the given chunk sizes (cycled), cutting events anywhere.
+    fn chunked(body: &[u8], sizes: &[usize]) -> Vec<u8> {
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for (i, chunk) in split_var(body, sizes).into_iter().enumerate() {
+            let ext = if i % 3 == 1 { ";x=y" } else { "" };
+            wire.extend_from_slice(format!("{:X}{ext}\r\n", chunk.len()).as_bytes());
+            wire.extend_from_slice(chunk);
+            wire.extend_from_slice(b"\r\n");
+        }
+        wire.extend_from_slice(b"0\r\n\r\n");
+        wire
+    }
+
+    /// `body` cut into pieces of the given sizes, cycled.
+    fn split_var<'a>(body: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
+        let mut out = Vec::new();
+        let mut rest = body;
+        for &n in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (a, b) = rest.split_at(n.min(rest.len()));
+            out.push(a);
+            rest = b;
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn any_cutting_gives_the_events_of_one_read(
+            events in prop::collection::vec(event(), 0..12),
+            style in prop::collection::vec(0u8..16, 12),
+            chunk_sizes in prop::collection::vec(1usize..80, 1..8),
+            cuts in prop::collection::vec(any::<Index>(), 0..24),
+        ) {
+            let wire = chunked(&sse_body(&events, &style), &chunk_sizes);
+            let mut p = ResponseParser::new(Limits::default());
+            let whole = parse(&mut p, &mut std::iter::once(&wire[..]));
+            let want: Vec<EventInfo> = events.iter().map(expected).collect();
+            prop_assert_eq!(&whole.events, &want);
+            prop_assert_eq!(whole.end, DONE_KEEP);
+
+            let mut at: Vec<usize> = cuts.iter().map(|i| i.index(wire.len() + 1)).collect();
+            at.push(0);
+            at.push(wire.len());
+            at.sort_unstable();
+            let mut reads = at.windows(2).map(|w| &wire[w[0]..w[1]]);
+            let got = parse(&mut p, &mut reads);
+            prop_assert_eq!(got, whole);
+        }
+    }
+}
