@@ -498,3 +498,148 @@ mod cutting {
         }
     }
 }
+
+mod steady_state {
+    //! The hot path may not allocate per event once warm: a thread-local allocation counter
+    //! (so parallel tests do not disturb it) around a second pass over every fixture.
+
+    use super::*;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    fn count() {
+        // try_with: the counter may be gone while a thread is torn down.
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    }
+
+    // SAFETY: every call forwards unchanged to the system allocator; counting touches only
+    // a const-initialised thread-local Cell, which never allocates.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: same contract as the caller's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: same contract as the caller's.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count();
+            // SAFETY: same contract as the caller's.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: Counting = Counting;
+
+    #[derive(Default)]
+    struct Tally(u64);
+    impl ResponseSink for Tally {
+        fn head(&mut self, status: u16, _: bool) {
+            self.0 += u64::from(status);
+        }
+        fn event(&mut self, ev: &EventInfo) {
+            self.0 += u64::from(ev.content_bytes) + 1;
+        }
+    }
+
+    fn run(p: &mut ResponseParser, wire: &[u8], read_size: usize) -> u64 {
+        let mut sink = Tally::default();
+        p.reset();
+        for read in wire.chunks(read_size) {
+            if p.feed(read, &mut sink) != Ok(Progress::NeedMore) {
+                return sink.0;
+            }
+        }
+        let _ = p.eof(&mut sink);
+        sink.0
+    }
+
+    #[test]
+    fn parsing_allocates_nothing_once_warm() {
+        let fixtures = wire_fixtures();
+        let mut p = ResponseParser::new(Limits::default());
+        let mut warm = Vec::with_capacity(fixtures.len() * 3);
+        for (_, wire) in &fixtures {
+            for size in [wire.len(), 7, 1] {
+                warm.push(run(&mut p, wire, size));
+            }
+        }
+        let mut again = Vec::with_capacity(warm.len());
+        let before = ALLOCS.with(Cell::get);
+        for (_, wire) in &fixtures {
+            for size in [wire.len(), 7, 1] {
+                again.push(run(&mut p, wire, size));
+            }
+        }
+        let allocs = ALLOCS.with(Cell::get) - before;
+        assert_eq!(again, warm);
+        assert_eq!(
+            allocs, 0,
+            "allocations in the second pass over every fixture"
+        );
+    }
+}
+
+mod garbage {
+    //! No input may make the parser panic (these paths will be fuzzed): arbitrary bytes and
+    //! fixtures with flipped bytes, in arbitrary reads, end in a result, never a panic.
+
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    fn feed_all(wire: &[u8], cuts: &[Index]) {
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(wire.len() + 1)).collect();
+        at.extend([0, wire.len()]);
+        at.sort_unstable();
+        let mut p = ResponseParser::new(Limits {
+            max_head_bytes: 512,
+            max_event_bytes: 512,
+            max_body_bytes: 1024,
+        });
+        let _ = parse(&mut p, &mut at.windows(2).map(|w| &wire[w[0]..w[1]]));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn arbitrary_bytes_after_a_head_never_panic(
+            head in prop::sample::select(vec![
+                &b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"[..],
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\ncontent-length: 40\r\n\r\n",
+                b"",
+            ]),
+            body in prop::collection::vec(any::<u8>(), 0..600),
+            cuts in prop::collection::vec(any::<Index>(), 0..8),
+        ) {
+            let mut wire = head.to_vec();
+            wire.extend_from_slice(&body);
+            feed_all(&wire, &cuts);
+        }
+
+        #[test]
+        fn fixtures_with_flipped_bytes_never_panic(
+            which in any::<Index>(),
+            flips in prop::collection::vec((any::<Index>(), any::<u8>()), 1..6),
+            cuts in prop::collection::vec(any::<Index>(), 0..8),
+        ) {
+            let fixtures = wire_fixtures();
+            let mut wire = fixtures[which.index(fixtures.len())].1.clone();
+            for (at, byte) in flips {
+                let i = at.index(wire.len());
+                wire[i] = byte;
+            }
+            feed_all(&wire, &cuts);
+        }
+    }
+}

@@ -222,7 +222,7 @@ impl ResponseParser {
             Phase::Failed(e) => return Err(e),
             Phase::Done => return Ok(self.after_done(data)),
             Phase::Head => match self.parse_head(data, sink) {
-                Ok(Some(used)) => self.body_bytes(&data[used..], sink),
+                Ok(Some(used)) => self.body_bytes(data.get(used..).unwrap_or_default(), sink),
                 Ok(None) => Ok(Progress::NeedMore),
                 Err(e) => Err(e),
             },
@@ -280,10 +280,15 @@ impl ResponseParser {
     ) -> Result<Option<usize>, ResponseError> {
         let mut used = 0;
         loop {
-            let Some((carried, head)) = self.next_head(&data[used..])? else {
+            let Some((carried, head)) = self.next_head(data.get(used..).unwrap_or_default())?
+            else {
                 return Ok(None);
             };
-            used += head.len - carried;
+            // A head found in the carried bytes alone would have been found a read ago.
+            used += head
+                .len
+                .checked_sub(carried)
+                .ok_or(ResponseError::BadHead)?;
             self.head_buf.clear();
             match head.status {
                 101 => return Err(ResponseError::BadHead),
