@@ -1,0 +1,769 @@
+//! Stage 3 of the flow (worker → **http** → sse → extract → record): a push parser for one
+//! HTTP/1.1 response, reused across the requests of a connection. The worker feeds whatever
+//! each read returned; the parser finds the head (httparse), frames the body (chunked,
+//! `Content-Length` or close-delimited), splits SSE events and extracts their fields, and
+//! reports through a `ResponseSink`. It may not do I/O, await, or allocate per event once its
+//! buffers have grown; every buffer has a bound from `Limits`, and no input makes it panic.
+//!
+//! Non-2xx responses: the sink gets `head(status, ..)` and **no events**; the body is read
+//! to its end by its framing (and thrown away) so the connection can be reused. The status
+//! alone decides the record's outcome, so a server's error body cannot be miscounted as
+//! output.
+//!
+//! Bytes after the end of a response in the same feed (which a non-pipelining client never
+//! asked for) make `keep_alive` false: the connection's framing can no longer be trusted.
+
+use crate::extract::{EventInfo, ExtractError, Extractor};
+use crate::http::chunked::{ChunkError, ChunkedDecoder};
+use crate::record::Outcome;
+use crate::sse::{SseOversized, SseSplitter};
+
+/// Bounds on what one response may make the parser hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Status line plus headers (default 16 KiB).
+    pub max_head_bytes: usize,
+    /// One SSE event, separators included (default 1 MiB).
+    pub max_event_bytes: usize,
+    /// A whole non-streamed JSON body (default 16 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_head_bytes: 16 * 1024,
+            max_event_bytes: 1024 * 1024,
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Where a response stands after a feed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    NeedMore,
+    /// The response ended. `keep_alive`: the connection may carry the next request.
+    Done {
+        keep_alive: bool,
+    },
+}
+
+/// Receives what the parser finds, in wire order.
+pub trait ResponseSink {
+    /// Once, when the status line and headers are parsed (1xx interim heads are skipped).
+    /// `streaming`: the content type is `text/event-stream`.
+    fn head(&mut self, status: u16, streaming: bool);
+    /// Once per SSE event with data (streaming, 2xx), or once for a whole non-streamed 2xx
+    /// JSON body.
+    fn event(&mut self, ev: &EventInfo);
+}
+
+/// Why a response could not be read; `outcome` names the record outcome it ends in.
+#[derive(thiserror::Error, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseError {
+    /// Status line or headers do not parse, or contradict each other (two lengths, 101).
+    #[error("malformed response head")]
+    BadHead,
+    /// Head longer than `Limits::max_head_bytes`, or more than 64 headers.
+    #[error("response head too large")]
+    HeadTooLarge,
+    /// Chunked framing broken (or a size line / trailer past its bound).
+    #[error("bad chunked framing: {0}")]
+    BadChunk(ChunkError),
+    /// An SSE event's `data` is not a JSON object (nor `[DONE]`).
+    #[error("bad SSE event: {0}")]
+    BadEvent(ExtractError),
+    /// A non-streamed body is not a JSON object.
+    #[error("bad JSON body: {0}")]
+    BadBody(ExtractError),
+    /// One SSE event longer than `Limits::max_event_bytes`.
+    #[error("SSE event too large")]
+    EventTooLarge,
+    /// A non-streamed body longer than `Limits::max_body_bytes`.
+    #[error("response body too large")]
+    BodyTooLarge,
+    /// The peer closed before a complete head arrived.
+    #[error("connection closed before the response head")]
+    ClosedBeforeHead,
+    /// The peer closed before a chunked or length-framed body ended.
+    #[error("connection closed before the body ended")]
+    Truncated,
+}
+
+impl ResponseError {
+    pub fn outcome(self) -> Outcome {
+        match self {
+            ResponseError::HeadTooLarge
+            | ResponseError::EventTooLarge
+            | ResponseError::BodyTooLarge
+            | ResponseError::BadChunk(ChunkError::LineTooLong) => Outcome::Oversized,
+            ResponseError::BadHead
+            | ResponseError::BadChunk(_)
+            | ResponseError::BadEvent(_)
+            | ResponseError::BadBody(_) => Outcome::Malformed,
+            ResponseError::ClosedBeforeHead => Outcome::ResetBeforeHead,
+            ResponseError::Truncated => Outcome::ResetMidStream,
+        }
+    }
+}
+
+impl From<SseOversized> for ResponseError {
+    fn from(_: SseOversized) -> Self {
+        ResponseError::EventTooLarge
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Body,
+    Done,
+    Failed(ResponseError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    Chunked,
+    Length {
+        left: u64,
+    },
+    /// Ends when the peer closes.
+    Close,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyKind {
+    Sse,
+    Json,
+    /// Non-2xx: read to the end by framing, then dropped.
+    Discard,
+}
+
+/// The few head facts the body needs, copied out of httparse's borrowed view.
+#[derive(Clone, Copy, Debug, Default)]
+struct Head {
+    len: usize,
+    status: u16,
+    http11: bool,
+    /// Some `Transfer-Encoding` was given; `chunked`: its last coding is `chunked`.
+    transfer_coding: bool,
+    chunked: bool,
+    content_length: Option<u64>,
+    close: bool,
+    keep_alive: bool,
+    sse: bool,
+}
+
+/// Parser for the responses of one connection; `reset` before each request.
+pub struct ResponseParser {
+    limits: Limits,
+    phase: Phase,
+    head_seen: bool,
+    status: u16,
+    keep_alive: bool,
+    framing: Framing,
+    kind: BodyKind,
+    /// Head bytes carried over while a head spans reads (≤ `max_head_bytes`).
+    head_buf: Vec<u8>,
+    chunked: ChunkedDecoder,
+    sse: SseSplitter,
+    /// A non-streamed body, gathered whole (≤ `max_body_bytes`).
+    json: Vec<u8>,
+    extractor: Extractor,
+}
+
+impl ResponseParser {
+    pub fn new(limits: Limits) -> Self {
+        ResponseParser {
+            limits,
+            phase: Phase::Head,
+            head_seen: false,
+            status: 0,
+            keep_alive: false,
+            framing: Framing::Close,
+            kind: BodyKind::Discard,
+            head_buf: Vec::with_capacity(limits.max_head_bytes.min(4096)),
+            chunked: ChunkedDecoder::new(),
+            sse: SseSplitter::new(limits.max_event_bytes),
+            json: Vec::new(),
+            extractor: Extractor::new(),
+        }
+    }
+
+    /// Forget the previous response (buffers keep their capacity).
+    pub fn reset(&mut self) {
+        self.phase = Phase::Head;
+        self.head_seen = false;
+        self.status = 0;
+        self.keep_alive = false;
+        self.head_buf.clear();
+        self.chunked.reset();
+        self.sse.reset();
+        self.json.clear();
+    }
+
+    pub fn head_seen(&self) -> bool {
+        self.head_seen
+    }
+
+    /// Status of the final head, 0 before it.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Bytes of one read. After an error every later call returns the same error.
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        sink: &mut impl ResponseSink,
+    ) -> Result<Progress, ResponseError> {
+        let result = match self.phase {
+            Phase::Failed(e) => return Err(e),
+            Phase::Done => return Ok(self.after_done(data)),
+            Phase::Head => match self.parse_head(data, sink) {
+                Ok(Some(used)) => self.body_bytes(data.get(used..).unwrap_or_default(), sink),
+                Ok(None) => Ok(Progress::NeedMore),
+                Err(e) => Err(e),
+            },
+            Phase::Body => self.body_bytes(data, sink),
+        };
+        self.fail_on(result)
+    }
+
+    /// A feed after the end: an empty read changes nothing, stray bytes forbid reuse.
+    fn after_done(&mut self, data: &[u8]) -> Progress {
+        self.keep_alive &= data.is_empty();
+        Progress::Done {
+            keep_alive: self.keep_alive,
+        }
+    }
+
+    /// The peer closed the connection: ends a close-delimited body, else an error.
+    pub fn eof(&mut self, sink: &mut impl ResponseSink) -> Result<Progress, ResponseError> {
+        let result = match self.phase {
+            Phase::Failed(e) => return Err(e),
+            Phase::Done => return Ok(Progress::Done { keep_alive: false }),
+            Phase::Head => Err(ResponseError::ClosedBeforeHead),
+            Phase::Body if self.body_complete_at_eof() => self.finish_body(false, sink),
+            Phase::Body => Err(ResponseError::Truncated),
+        };
+        self.fail_on(result)
+    }
+
+    /// A close-delimited body ends at eof by definition; a chunked one is complete once its
+    /// zero-size last chunk arrived, even if the peer closed before the final CRLF (a
+    /// llama.cpp capture does exactly that: counting it as a reset would invent a failure).
+    fn body_complete_at_eof(&self) -> bool {
+        match self.framing {
+            Framing::Close => true,
+            Framing::Chunked => self.chunked.in_trailer(),
+            Framing::Length { .. } => false,
+        }
+    }
+
+    fn fail_on(
+        &mut self,
+        result: Result<Progress, ResponseError>,
+    ) -> Result<Progress, ResponseError> {
+        if let Err(e) = result {
+            self.phase = Phase::Failed(e);
+        }
+        result
+    }
+
+    /// Find the final head in `data` (after any carried bytes); `Some(bytes of data used)`.
+    fn parse_head(
+        &mut self,
+        data: &[u8],
+        sink: &mut impl ResponseSink,
+    ) -> Result<Option<usize>, ResponseError> {
+        let mut used = 0;
+        loop {
+            let Some((carried, head)) = self.next_head(data.get(used..).unwrap_or_default())?
+            else {
+                return Ok(None);
+            };
+            // A head found in the carried bytes alone would have been found a read ago.
+            used += head
+                .len
+                .checked_sub(carried)
+                .ok_or(ResponseError::BadHead)?;
+            self.head_buf.clear();
+            match head.status {
+                101 => return Err(ResponseError::BadHead),
+                // Interim heads (100 Continue, 103 Early Hints) precede the real one.
+                100..=199 => continue,
+                _ => {
+                    self.apply_head(&head, sink);
+                    return Ok(Some(used));
+                }
+            }
+        }
+    }
+
+    /// Parse straight from `input` when nothing is carried (the common case), else from the
+    /// carried bytes plus as much of `input` as the bound allows. Returns how many bytes were
+    /// carried from earlier reads with the head.
+    fn next_head(&mut self, input: &[u8]) -> Result<Option<(usize, Head)>, ResponseError> {
+        let max = self.limits.max_head_bytes;
+        if self.head_buf.is_empty() {
+            if let Some(head) = parse_head_bytes(input)? {
+                return if head.len > max {
+                    Err(ResponseError::HeadTooLarge)
+                } else {
+                    Ok(Some((0, head)))
+                };
+            }
+            return self.carry(input).map(|()| None);
+        }
+        let carried = self.head_buf.len();
+        let take = input.len().min(max.saturating_sub(carried));
+        self.head_buf.extend_from_slice(&input[..take]);
+        match parse_head_bytes(&self.head_buf)? {
+            Some(head) => Ok(Some((carried, head))),
+            None if self.head_buf.len() >= max => Err(ResponseError::HeadTooLarge),
+            None => Ok(None),
+        }
+    }
+
+    fn carry(&mut self, partial: &[u8]) -> Result<(), ResponseError> {
+        if partial.len() >= self.limits.max_head_bytes {
+            return Err(ResponseError::HeadTooLarge);
+        }
+        self.head_buf.extend_from_slice(partial);
+        Ok(())
+    }
+
+    fn apply_head(&mut self, head: &Head, sink: &mut impl ResponseSink) {
+        self.framing = framing_of(head);
+        self.keep_alive =
+            self.framing != Framing::Close && !head.close && (head.http11 || head.keep_alive);
+        self.kind = match head.status {
+            // No content: nothing to extract, and not a stream to judge.
+            204 | 304 => BodyKind::Discard,
+            200..=299 if head.sse => BodyKind::Sse,
+            200..=299 => BodyKind::Json,
+            _ => BodyKind::Discard,
+        };
+        self.status = head.status;
+        self.head_seen = true;
+        self.phase = Phase::Body;
+        sink.head(head.status, head.sse);
+    }
+
+    fn body_bytes(
+        &mut self,
+        data: &[u8],
+        sink: &mut impl ResponseSink,
+    ) -> Result<Progress, ResponseError> {
+        match self.framing {
+            Framing::Close => self.deliver(data, sink).map(|()| Progress::NeedMore),
+            Framing::Length { left } => self.length_bytes(left, data, sink),
+            Framing::Chunked => self.chunked_bytes(data, sink),
+        }
+    }
+
+    fn length_bytes(
+        &mut self,
+        left: u64,
+        data: &[u8],
+        sink: &mut impl ResponseSink,
+    ) -> Result<Progress, ResponseError> {
+        let take = usize::try_from(left).map_or(data.len(), |l| l.min(data.len()));
+        self.deliver(&data[..take], sink)?;
+        let left = left - take as u64;
+        self.framing = Framing::Length { left };
+        if left > 0 {
+            return Ok(Progress::NeedMore);
+        }
+        self.finish_body(take == data.len(), sink)
+    }
+
+    fn chunked_bytes(
+        &mut self,
+        mut data: &[u8],
+        sink: &mut impl ResponseSink,
+    ) -> Result<Progress, ResponseError> {
+        while !data.is_empty() {
+            let step = self.chunked.step(data).map_err(ResponseError::BadChunk)?;
+            self.deliver(step.data, sink)?;
+            data = &data[step.consumed..];
+            if self.chunked.is_done() {
+                return self.finish_body(data.is_empty(), sink);
+            }
+        }
+        Ok(Progress::NeedMore)
+    }
+
+    /// Hand decoded body bytes to the consumer chosen by status and content type.
+    fn deliver(&mut self, piece: &[u8], sink: &mut impl ResponseSink) -> Result<(), ResponseError> {
+        match self.kind {
+            BodyKind::Discard => Ok(()),
+            BodyKind::Json => {
+                if self.json.len() + piece.len() > self.limits.max_body_bytes {
+                    return Err(ResponseError::BodyTooLarge);
+                }
+                self.json.extend_from_slice(piece);
+                Ok(())
+            }
+            BodyKind::Sse => {
+                let extractor = &mut self.extractor;
+                self.sse.push(piece, |payload| {
+                    let ev = extractor.event(payload).map_err(ResponseError::BadEvent)?;
+                    sink.event(&ev);
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// The body ended. An unfinished SSE event is dropped, as the SSE spec says.
+    fn finish_body(
+        &mut self,
+        clean_end: bool,
+        sink: &mut impl ResponseSink,
+    ) -> Result<Progress, ResponseError> {
+        if self.kind == BodyKind::Json {
+            let ev = self
+                .extractor
+                .body(&self.json)
+                .map_err(ResponseError::BadBody)?;
+            sink.event(&ev);
+        }
+        self.phase = Phase::Done;
+        self.keep_alive &= clean_end;
+        Ok(Progress::Done {
+            keep_alive: self.keep_alive,
+        })
+    }
+}
+
+/// RFC 9112 §6.3, for a response to a non-HEAD request.
+fn framing_of(head: &Head) -> Framing {
+    match head.status {
+        204 | 304 => Framing::Length { left: 0 },
+        _ if head.transfer_coding && head.chunked => Framing::Chunked,
+        _ if head.transfer_coding => Framing::Close,
+        _ => head
+            .content_length
+            .map_or(Framing::Close, |left| Framing::Length { left }),
+    }
+}
+
+fn parse_head_bytes(buf: &[u8]) -> Result<Option<Head>, ResponseError> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(ResponseError::HeadTooLarge),
+        Err(_) => return Err(ResponseError::BadHead),
+    };
+    let mut head = Head {
+        len,
+        status: resp.code.ok_or(ResponseError::BadHead)?,
+        http11: resp.version == Some(1),
+        ..Head::default()
+    };
+    for h in resp.headers.iter() {
+        read_header(&mut head, h.name, h.value)?;
+    }
+    Ok(Some(head))
+}
+
+fn read_header(head: &mut Head, name: &str, value: &[u8]) -> Result<(), ResponseError> {
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    if is("transfer-encoding") {
+        // Only a final `chunked` frames the body; any other coding means close-delimited.
+        for coding in tokens(value) {
+            head.transfer_coding = true;
+            head.chunked = coding.eq_ignore_ascii_case(b"chunked");
+        }
+    } else if is("content-length") {
+        let n = parse_decimal(value.trim_ascii()).ok_or(ResponseError::BadHead)?;
+        if head.content_length.is_some_and(|m| m != n) {
+            return Err(ResponseError::BadHead);
+        }
+        head.content_length = Some(n);
+    } else if is("connection") {
+        for t in tokens(value) {
+            head.close |= t.eq_ignore_ascii_case(b"close");
+            head.keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
+        }
+    } else if is("content-type") {
+        let v = value.trim_ascii_start();
+        head.sse = v
+            .get(..17)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"text/event-stream"));
+    }
+    Ok(())
+}
+
+/// Comma-separated list members, trimmed, empties skipped.
+fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| !t.is_empty())
+}
+
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        let d = d.is_ascii_digit().then(|| u64::from(d - b'0'))?;
+        n.checked_mul(10)?.checked_add(d)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default, Debug, PartialEq)]
+    struct Seen {
+        heads: Vec<(u16, bool)>,
+        events: Vec<EventInfo>,
+    }
+
+    impl ResponseSink for Seen {
+        fn head(&mut self, status: u16, streaming: bool) {
+            self.heads.push((status, streaming));
+        }
+        fn event(&mut self, ev: &EventInfo) {
+            self.events.push(*ev);
+        }
+    }
+
+    type Run = (Seen, Result<Progress, ResponseError>);
+
+    fn run_with(limits: Limits, reads: &[&[u8]], eof: bool) -> Run {
+        let mut p = ResponseParser::new(limits);
+        let mut seen = Seen::default();
+        let mut last = Ok(Progress::NeedMore);
+        for r in reads {
+            last = p.feed(r, &mut seen);
+            if last.is_err() {
+                return (seen, last);
+            }
+        }
+        if eof {
+            last = p.eof(&mut seen);
+        }
+        (seen, last)
+    }
+
+    fn run(reads: &[&[u8]]) -> Run {
+        run_with(Limits::default(), reads, false)
+    }
+
+    /// The same result for one read, every two-way cut and byte-at-a-time reads.
+    fn same_at_every_cut(limits: Limits, wire: &[u8], eof: bool) -> Run {
+        let whole = run_with(limits, &[wire], eof);
+        for i in 0..=wire.len() {
+            assert_eq!(
+                run_with(limits, &[&wire[..i], &wire[i..]], eof),
+                whole,
+                "cut {i}"
+            );
+        }
+        let bytes: Vec<&[u8]> = wire.chunks(1).collect();
+        assert_eq!(run_with(limits, &bytes, eof), whole, "byte reads");
+        whole
+    }
+
+    const SSE_CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+        transfer-encoding: chunked\r\n\r\n\
+        23\r\ndata: {\"choices\":[{\"text\":\"ab\"}]}\n\n\r\n\
+        8\r\ndata: {\"\r\n30;ext=1\r\nchoices\":[{\"text\":\"c\",\"finish_reason\":\"x\"}]}\r\n\r\n\r\n\
+        e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+
+    #[test]
+    fn chunked_sse_same_events_at_every_cut() {
+        let (seen, end) = same_at_every_cut(Limits::default(), SSE_CHUNKED, false);
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+        assert_eq!(seen.heads, vec![(200, true)]);
+        let bytes: Vec<u32> = seen.events.iter().map(|e| e.content_bytes).collect();
+        assert_eq!(bytes, vec![2, 1, 0]);
+        assert!(seen.events[1].finish && seen.events[2].done_marker);
+    }
+
+    #[test]
+    fn connection_close_and_http10_rules() {
+        let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(run(&[close]).1, Ok(Progress::Done { keep_alive: false }));
+        let old = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(run(&[old]).1, Ok(Progress::Done { keep_alive: false }));
+        let old_ka = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(run(&[old_ka]).1, Ok(Progress::Done { keep_alive: true }));
+        let listed =
+            b"HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(run(&[listed]).1, Ok(Progress::Done { keep_alive: false }));
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_eof_only() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            data: {\"choices\":[{\"delta\":{\"content\":\"hey\"}}]}\r\n\r\n";
+        let (seen, end) = same_at_every_cut(Limits::default(), wire, false);
+        assert_eq!((seen.events.len(), end), (1, Ok(Progress::NeedMore)));
+        let (_, end) = same_at_every_cut(Limits::default(), wire, true);
+        assert_eq!(end, Ok(Progress::Done { keep_alive: false }));
+        let json = b"HTTP/1.0 200 OK\r\n\r\n{\"choices\":[{\"message\":{\"content\":\"abc\"}}]}";
+        let (seen, end) = run_with(Limits::default(), &[json], true);
+        assert_eq!(
+            (seen.events[0].content_bytes, end),
+            (3, Ok(Progress::Done { keep_alive: false }))
+        );
+    }
+
+    #[test]
+    fn content_length_json_body_is_one_event() {
+        let wire =
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 55\r\n\r\n\
+            {\"choices\":[{\"message\":{\"content\":\"hi\"}}],\"usage\":null}";
+        let (seen, end) = same_at_every_cut(Limits::default(), wire, false);
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+        assert_eq!(seen.heads, vec![(200, false)]);
+        assert_eq!(seen.events.len(), 1);
+        assert_eq!(seen.events[0].content_bytes, 2);
+    }
+
+    #[test]
+    fn interim_heads_are_skipped() {
+        let wire = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n\
+            HTTP/1.1 204 No Content\r\n\r\n";
+        let (seen, end) = same_at_every_cut(Limits::default(), wire, false);
+        assert_eq!(seen.heads, vec![(204, false)]);
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+        assert!(seen.events.is_empty());
+    }
+
+    #[test]
+    fn error_status_reads_body_and_emits_no_events() {
+        let wire = b"HTTP/1.1 404 Not Found\r\ncontent-length: 20\r\ncontent-type: application/json\r\n\r\n\
+            {\"error\":{\"code\":4}}";
+        let (seen, end) = same_at_every_cut(Limits::default(), wire, false);
+        assert_eq!(seen.heads, vec![(404, false)]);
+        assert!(seen.events.is_empty());
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+        let sse = b"HTTP/1.1 500 Oops\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n\
+            7\r\ndata: x\r\n0\r\n\r\n";
+        let (seen, end) = run(&[sse]);
+        assert_eq!((seen.heads, seen.events.len()), (vec![(500, true)], 0));
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+    }
+
+    #[test]
+    fn eof_cases_map_to_reset_outcomes() {
+        let (_, end) = run_with(Limits::default(), &[], true);
+        assert_eq!(end, Err(ResponseError::ClosedBeforeHead));
+        let (_, end) = run_with(Limits::default(), &[b"HTTP/1.1 200 OK\r\nConte"], true);
+        assert_eq!(end.unwrap_err().outcome(), Outcome::ResetBeforeHead);
+        let (seen, end) = run_with(Limits::default(), &[&SSE_CHUNKED[..150]], true);
+        assert_eq!(end, Err(ResponseError::Truncated));
+        assert_eq!(end.unwrap_err().outcome(), Outcome::ResetMidStream);
+        assert_eq!(seen.heads.len(), 1);
+        let no_final_crlf = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n";
+        let (_, end) = same_at_every_cut(Limits::default(), no_final_crlf, true);
+        assert_eq!(end, Err(ResponseError::BadBody(ExtractError::BadJson)));
+        let (_, end) = run_with(
+            Limits::default(),
+            &[&no_final_crlf[..no_final_crlf.len() - 1]],
+            true,
+        );
+        assert_eq!(end, Err(ResponseError::Truncated));
+        let short = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}";
+        assert_eq!(
+            run_with(Limits::default(), &[short], true).1,
+            Err(ResponseError::Truncated)
+        );
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_and_stays_one() {
+        let mut p = ResponseParser::new(Limits::default());
+        let mut seen = Seen::default();
+        let bad = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n";
+        let err = p.feed(bad, &mut seen).unwrap_err();
+        assert_eq!(err, ResponseError::BadChunk(ChunkError::BadSize));
+        assert_eq!(err.outcome(), Outcome::Malformed);
+        assert_eq!(p.feed(b"0\r\n\r\n", &mut seen), Err(err));
+        assert_eq!(p.eof(&mut seen), Err(err));
+        assert_eq!(
+            run(&[b"HTTP/1.1 abc\r\n\r\n"]).1,
+            Err(ResponseError::BadHead)
+        );
+        assert_eq!(run(&[b"garbage\r\n\r\n"]).1, Err(ResponseError::BadHead));
+        let two_lengths = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n";
+        assert_eq!(run(&[two_lengths]).1, Err(ResponseError::BadHead));
+        let bad_json = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: {nope\n\n";
+        let err = run(&[bad_json]).1.unwrap_err();
+        assert!(matches!(err, ResponseError::BadEvent(_)));
+        assert_eq!(err.outcome(), Outcome::Malformed);
+    }
+
+    #[test]
+    fn limits_give_oversized_however_it_is_cut() {
+        let head_limit = Limits {
+            max_head_bytes: 40,
+            ..Limits::default()
+        };
+        let long_head = b"HTTP/1.1 200 OK\r\nX-Padding: aaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+        let (_, end) = same_at_every_cut(head_limit, long_head, false);
+        assert_eq!(end, Err(ResponseError::HeadTooLarge));
+        assert_eq!(end.unwrap_err().outcome(), Outcome::Oversized);
+        let fits = b"HTTP/1.1 204 No Content\r\n\r\n";
+        assert!(same_at_every_cut(head_limit, fits, false).1.is_ok());
+
+        let event_limit = Limits {
+            max_event_bytes: 20,
+            ..Limits::default()
+        };
+        let (_, end) = same_at_every_cut(event_limit, SSE_CHUNKED, false);
+        assert_eq!(end, Err(ResponseError::EventTooLarge));
+
+        let body_limit = Limits {
+            max_body_bytes: 3,
+            ..Limits::default()
+        };
+        let body = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{  }";
+        assert_eq!(
+            run_with(body_limit, &[body], false).1,
+            Err(ResponseError::BodyTooLarge)
+        );
+    }
+
+    #[test]
+    fn reset_reuses_the_parser_for_the_next_response() {
+        let mut p = ResponseParser::new(Limits::default());
+        for _ in 0..3 {
+            let mut seen = Seen::default();
+            p.reset();
+            assert!(!p.head_seen());
+            assert_eq!(
+                p.feed(SSE_CHUNKED, &mut seen),
+                Ok(Progress::Done { keep_alive: true })
+            );
+            assert!(p.head_seen());
+            assert_eq!((p.status(), seen.events.len()), (200, 3));
+        }
+    }
+
+    #[test]
+    fn bytes_after_the_response_forbid_reuse() {
+        let mut wire = SSE_CHUNKED.to_vec();
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        assert_eq!(run(&[&wire]).1, Ok(Progress::Done { keep_alive: false }));
+    }
+
+    #[test]
+    fn other_transfer_codings_are_close_delimited() {
+        let wire =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\nContent-Length: 2\r\n\r\n{}";
+        let (_, end) = run_with(Limits::default(), &[wire], false);
+        assert_eq!(end, Ok(Progress::NeedMore));
+    }
+}
