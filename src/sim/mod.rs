@@ -1,1 +1,275 @@
-//! stub
+//! `ringbench sim`: the null server the client is checked against. It is the server side;
+//! the client flow (schedule → worker → http → sse → extract → record → collector → report)
+//! only ever talks to it over loopback. It serves OpenAI-compatible `POST
+//! /v1/chat/completions` and `POST /v1/completions` (streaming and not), `GET /v1/models`
+//! and `GET /health` over HTTP/1.1 keep-alive, in vLLM's exact wire format, and stamps every
+//! event with `"ringbench_ns"` (absolute `CLOCK_MONOTONIC`, taken just before the write that
+//! carries it) so a client on the same host can measure delivery delay. It may not depend
+//! on any client module, may not print, and must stay cheap: the point of a calibration run
+//! is that the client, not this server, is what gets measured.
+//!
+//! Threads: one per entry of `cpus`, pinned, each its own monoio runtime and its own
+//! `SO_REUSEPORT` listener on the one shared port; threads share nothing but counters.
+//!
+//! Timing: the first content event is due at arrival + `ttft_ms` (arrival = when the read
+//! that completed the request returned; for pipelined requests, when the previous response
+//! finished), event `i` at arrival + ttft + i·`itl_ms` — absolute deadlines, so rounding
+//! never accumulates. Whatever is due when the thread wakes goes out in one write (with zero
+//! delays the whole response is one write). monoio's 1 ms timer wheel rounds a deadline up
+//! to the next tick and parks for whole ticks, so a wake lands anywhere in
+//! [deadline, deadline + 2 ms): too coarse for a 10 ms ITL checked to ±0.5 ms. Each
+//! connection instead sleeps on its own `timerfd` armed with the absolute deadline
+//! (`TFD_TIMER_ABSTIME`, the same clock as the stamps) and awaited through monoio's
+//! readiness wait, with the thread's timer slack cut to 1 ns; deadlines under 10 µs away
+//! are met by a short spin. No spinning otherwise, so io_uring can keep its cheaper
+//! `SINGLE_ISSUER | DEFER_TASKRUN` setup (a yield-spin would not reap completions under
+//! `DEFER_TASKRUN`), and waiting costs no CPU. See `fdwait.rs`.
+
+mod conn;
+mod fdwait;
+mod format;
+mod request;
+mod server;
+mod stats;
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::unix::thread::JoinHandleExt;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+pub use stats::SimStats;
+
+use crate::plan::IoDriver;
+use fdwait::StopBell;
+use server::{DriverUsed, ThreadSetup};
+use stats::ThreadStats;
+
+/// How the simulator serves.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub host: String,
+    /// 0 picks a free port, shared by every thread.
+    pub port: u16,
+    /// One listener thread per entry, pinned to that CPU; empty means one unpinned thread.
+    pub cpus: Vec<usize>,
+    /// Delay from request arrival to the first token.
+    pub ttft_ms: f64,
+    /// Delay between events after the first (one event per `itl_ms`, whatever
+    /// `tokens_per_chunk` is).
+    pub itl_ms: f64,
+    /// Tokens carried by one content event (≥ 1).
+    pub tokens_per_chunk: u32,
+    /// Served by `/v1/models` and echoed when a request names none.
+    pub model: String,
+    pub io_driver: IoDriver,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 0,
+            cpus: vec![],
+            ttft_ms: 0.0,
+            itl_ms: 0.0,
+            tokens_per_chunk: 1,
+            model: "ringbench-sim".into(),
+            io_driver: IoDriver::Auto,
+        }
+    }
+}
+
+/// The validated, integer form the threads run from.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub ttft_ns: u64,
+    pub itl_ns: u64,
+    pub tokens_per_chunk: u32,
+    pub model: String,
+}
+
+impl Settings {
+    fn from_config(cfg: &SimConfig) -> io::Result<Self> {
+        Ok(Self {
+            ttft_ns: ms_to_ns("ttft_ms", cfg.ttft_ms)?,
+            itl_ns: ms_to_ns("itl_ms", cfg.itl_ms)?,
+            tokens_per_chunk: match cfg.tokens_per_chunk {
+                0 => return Err(invalid("tokens_per_chunk must be at least 1".into())),
+                n => n,
+            },
+            model: cfg.model.clone(),
+        })
+    }
+}
+
+fn ms_to_ns(name: &str, ms: f64) -> io::Result<u64> {
+    // One hour bounds every deadline far below u64 overflow, whatever max_tokens is.
+    if !(0.0..=3_600_000.0).contains(&ms) {
+        return Err(invalid(format!(
+            "{name} must be between 0 and 3600000, got {ms}"
+        )));
+    }
+    Ok((ms * 1e6).round() as u64)
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// A running simulator. Dropping it stops it too.
+pub struct SimHandle {
+    /// Where it listens (the actual port when 0 was asked for).
+    pub addr: SocketAddr,
+    threads: Vec<ThreadHandle>,
+}
+
+struct ThreadHandle {
+    join: JoinHandle<()>,
+    stats: Arc<ThreadStats>,
+    bell: StopBell,
+    driver: DriverUsed,
+}
+
+/// Starts every listener thread; returns once all of them are listening.
+pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
+    let settings = Arc::new(Settings::from_config(&cfg)?);
+    let addr = (cfg.host.as_str(), cfg.port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| invalid(format!("{} resolves to no address", cfg.host)))?;
+    let cpus: Vec<Option<usize>> = match cfg.cpus.is_empty() {
+        true => vec![None],
+        false => cfg.cpus.iter().copied().map(Some).collect(),
+    };
+    let mut handle = SimHandle {
+        addr,
+        threads: Vec::with_capacity(cpus.len()),
+    };
+    for (index, cpu) in cpus.into_iter().enumerate() {
+        // Threads after the first bind the port the first one got.
+        let (thread, bound) =
+            spawn_thread(index as u64, &settings, cpu, handle.addr, cfg.io_driver)?;
+        handle.addr = bound;
+        handle.threads.push(thread);
+    }
+    Ok(handle)
+}
+
+fn spawn_thread(
+    index: u64,
+    settings: &Arc<Settings>,
+    cpu: Option<usize>,
+    addr: SocketAddr,
+    driver: IoDriver,
+) -> io::Result<(ThreadHandle, SocketAddr)> {
+    let (bell, seed) = StopBell::new()?;
+    let (ready, ready_rx) = mpsc::channel();
+    let stats = Arc::new(ThreadStats::default());
+    let setup = ThreadSetup {
+        index,
+        settings: settings.clone(),
+        cpu,
+        addr,
+        driver,
+        stop: seed,
+        stats: stats.clone(),
+        ready,
+    };
+    let join = std::thread::Builder::new()
+        .name(format!("ringbench-sim-{index}"))
+        .spawn(move || server::run_thread(setup))?;
+    let (bound, driver) = match ready_rx.recv() {
+        Ok(Ok(started)) => started,
+        Ok(Err(e)) => return Err(joined(join, e)),
+        Err(_) => return Err(joined(join, io::Error::other("simulator thread died"))),
+    };
+    let thread = ThreadHandle {
+        join,
+        stats,
+        bell,
+        driver,
+    };
+    Ok((thread, bound))
+}
+
+fn joined(join: JoinHandle<()>, e: io::Error) -> io::Error {
+    let _ = join.join();
+    e
+}
+
+impl SimHandle {
+    /// Counters so far, summed over threads (CPU time read live from each thread's clock).
+    pub fn stats(&self) -> SimStats {
+        let mut sum = SimStats::default();
+        for t in &self.threads {
+            t.stats.add_into(&mut sum);
+            sum.cpu_ns += live_cpu_ns(t);
+        }
+        sum.io_driver = driver_name(&self.threads);
+        sum
+    }
+
+    /// Stops every thread (accept loops end, connections are shut and woken), joins them
+    /// and returns the final counters.
+    pub fn stop(mut self) -> SimStats {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> SimStats {
+        for t in &self.threads {
+            t.bell.ring();
+        }
+        let mut sum = SimStats {
+            io_driver: driver_name(&self.threads),
+            ..SimStats::default()
+        };
+        for t in self.threads.drain(..) {
+            let _ = t.join.join();
+            t.stats.add_into(&mut sum);
+            sum.cpu_ns += t.stats.final_cpu_ns.load(Relaxed);
+        }
+        sum
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.shutdown();
+        }
+    }
+}
+
+/// A running thread's CPU time, read through its CPU-time clock without disturbing it.
+fn live_cpu_ns(t: &ThreadHandle) -> u64 {
+    let done = t.stats.final_cpu_ns.load(Relaxed);
+    if done != 0 {
+        return done;
+    }
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the pthread is joinable and not yet joined (we own its JoinHandle), so its
+    // id is valid; `clock` is a valid out-pointer.
+    if unsafe { libc::pthread_getcpuclockid(t.join.as_pthread_t(), &mut clock) } != 0 {
+        return t.stats.final_cpu_ns.load(Relaxed);
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return t.stats.final_cpu_ns.load(Relaxed);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn driver_name(threads: &[ThreadHandle]) -> String {
+    let mut names = threads.iter().map(|t| t.driver.name());
+    let first = names.next().unwrap_or("none");
+    match names.all(|n| n == first) {
+        true => first.into(),
+        false => "mixed".into(),
+    }
+}

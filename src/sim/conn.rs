@@ -1,0 +1,407 @@
+//! One simulator connection (server side; the client flow schedule → worker → http → sse →
+//! extract → record → collector → report is what talks to it): reads requests, keep-alive
+//! and pipelining-safe (a read may end mid-request or hold several), and answers each in
+//! turn on absolute deadlines (arrival + ttft + i·itl), coalescing whatever is due into one
+//! write. Buffers are per connection and reused; formatting allocates nothing per event.
+//! This module may not block the thread (other connections share it) beyond the timer
+//! module's ≤ 10 µs spin, and may not let client input panic it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use monoio::buf::IoBufMut;
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+
+use super::fdwait::{fire_now, Timer};
+use super::format::{self, Api, Reply, Status};
+use super::request::{self, Head, HeadError, Job, Route};
+use super::stats::{bump, ThreadStats};
+use super::Settings;
+use crate::clock::mono_ns;
+
+/// First size of a connection's read buffer; it grows only for larger requests.
+const READ_BUF_BYTES: usize = 16 * 1024;
+/// Events due together are flushed early once this much is pending, so one response's
+/// write buffer stays bounded however many tokens it asks for.
+const FLUSH_BYTES: usize = 256 * 1024;
+
+/// State shared by one thread's accept loop and its connections (never crosses threads).
+pub(crate) struct Shared {
+    pub settings: Arc<Settings>,
+    pub stats: Arc<ThreadStats>,
+    pub stopping: Cell<bool>,
+    /// Open connections: socket fd and, once made, timer fd, so stop can wake them.
+    pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
+    next_conn: Cell<u64>,
+    next_seq: Cell<u64>,
+}
+
+impl Shared {
+    pub(crate) fn new(settings: Arc<Settings>, stats: Arc<ThreadStats>, thread: u64) -> Self {
+        Self {
+            settings,
+            stats,
+            stopping: Cell::new(false),
+            live: RefCell::new(HashMap::new()),
+            next_conn: Cell::new(0),
+            // Thread index in the top bits keeps response ids unique across threads.
+            next_seq: Cell::new(thread << 48),
+        }
+    }
+
+    /// Wakes every connection so it sees `stopping` and ends: reads get EOF, writes fail,
+    /// timers fire now.
+    pub(crate) fn wake_all_for_stop(&self) {
+        self.stopping.set(true);
+        for &(sock, timer) in self.live.borrow().values() {
+            // SAFETY: `sock` is open while it is in `live` (removed before the socket drops).
+            unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
+            if let Some(timer) = timer {
+                fire_now(timer);
+            }
+        }
+    }
+}
+
+/// Why a connection ended early (anything but a clean close).
+#[derive(Debug, thiserror::Error)]
+enum ConnEnd {
+    #[error("socket: {0}")]
+    Io(#[from] io::Error),
+    #[error("simulator stopping")]
+    Stopped,
+}
+
+/// Serves one accepted connection until the peer closes, asks to close, or stop.
+pub(crate) async fn serve(stream: TcpStream, shared: Rc<Shared>) {
+    let id = shared.next_conn.get();
+    shared.next_conn.set(id + 1);
+    shared
+        .live
+        .borrow_mut()
+        .insert(id, (stream.as_raw_fd(), None));
+    let mut conn = Conn::new(stream, shared.clone(), id);
+    if let Err(ConnEnd::Io(_)) = conn.run().await {
+        bump(&shared.stats.io_errors, 1);
+    }
+    // Out of `live` before the socket closes, so stop never touches a reused fd number.
+    shared.live.borrow_mut().remove(&id);
+    drop(conn);
+}
+
+/// What `serve_next` did with the bytes buffered so far.
+enum Next {
+    Served { close: bool },
+    NeedMore,
+}
+
+/// A completion request's parameters, owned (the request bytes are released before any
+/// await); the model name is kept in `Conn::model`.
+#[derive(Clone, Copy)]
+struct Plan {
+    api: Api,
+    stream: bool,
+    max_tokens: u32,
+    include_usage: bool,
+    continuous_usage: bool,
+    prompt_tokens: u32,
+}
+
+struct Conn {
+    stream: TcpStream,
+    timer: Option<Timer>,
+    shared: Rc<Shared>,
+    id: u64,
+    /// Unparsed request bytes start at 0.
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    /// One event's (or body's) bytes before chunk framing.
+    ev: Vec<u8>,
+    model: String,
+    /// A `100 Continue` went out for the request now being received.
+    continued: bool,
+}
+
+impl Conn {
+    fn new(stream: TcpStream, shared: Rc<Shared>, id: u64) -> Self {
+        Self {
+            stream,
+            timer: None,
+            shared,
+            id,
+            rbuf: Vec::with_capacity(READ_BUF_BYTES),
+            wbuf: Vec::with_capacity(4096),
+            ev: Vec::with_capacity(512),
+            model: String::new(),
+            continued: false,
+        }
+    }
+
+    async fn run(&mut self) -> Result<(), ConnEnd> {
+        loop {
+            if self.fill().await? == 0 {
+                return Ok(());
+            }
+            // One stamp per read: every request completed by it arrived then.
+            let mut arrival_ns = mono_ns();
+            loop {
+                match self.serve_next(arrival_ns).await? {
+                    Next::Served { close: true } => return Ok(()),
+                    Next::Served { close: false } => arrival_ns = mono_ns(),
+                    Next::NeedMore => break,
+                }
+            }
+        }
+    }
+
+    /// Reads more request bytes after those buffered; 0 means the peer closed.
+    async fn fill(&mut self) -> Result<usize, ConnEnd> {
+        if self.shared.stopping.get() {
+            return Err(ConnEnd::Stopped);
+        }
+        if self.rbuf.len() == self.rbuf.capacity() {
+            self.rbuf.reserve(READ_BUF_BYTES);
+        }
+        let len = self.rbuf.len();
+        let buf = std::mem::take(&mut self.rbuf).slice_mut(len..);
+        let (res, buf) = self.stream.read(buf).await;
+        self.rbuf = buf.into_inner();
+        Ok(res?)
+    }
+
+    async fn serve_next(&mut self, arrival_ns: u64) -> Result<Next, ConnEnd> {
+        let head = match request::parse_head(&self.rbuf) {
+            Ok(Some(head)) => head,
+            Ok(None) => return Ok(Next::NeedMore),
+            Err(e) => return self.refuse_head(e).await,
+        };
+        let total = head.head_len + head.body_len;
+        if self.rbuf.len() < total {
+            self.rbuf.reserve(total - self.rbuf.len());
+            if head.expect_continue && !self.continued {
+                self.continued = true;
+                self.wbuf
+                    .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                self.write_out().await?;
+            }
+            return Ok(Next::NeedMore);
+        }
+        self.continued = false;
+        bump(&self.shared.stats.requests, 1);
+        let close = head.close;
+        self.dispatch(head, arrival_ns).await?;
+        self.rbuf.drain(..total);
+        Ok(Next::Served { close })
+    }
+
+    async fn refuse_head(&mut self, e: HeadError) -> Result<Next, ConnEnd> {
+        bump(&self.shared.stats.requests, 1);
+        bump(&self.shared.stats.parse_errors, 1);
+        let status = match e {
+            HeadError::TooLarge => Status::HeadersTooLarge,
+            HeadError::BodyTooLarge => Status::PayloadTooLarge,
+            _ => Status::BadRequest,
+        };
+        self.reply_error(status, &e.to_string(), true).await?;
+        Ok(Next::Served { close: true })
+    }
+
+    async fn dispatch(&mut self, head: Head, arrival_ns: u64) -> Result<(), ConnEnd> {
+        match head.route {
+            Route::Completion(api) => self.completion(api, head, arrival_ns).await,
+            Route::Models => {
+                let created = unix_s();
+                format::models_body(&mut self.ev, &self.shared.settings.model, created);
+                self.reply_ev(Status::Ok, head.close).await
+            }
+            Route::Health => {
+                self.ev.clear();
+                self.reply_ev(Status::Ok, head.close).await
+            }
+            Route::NotFound | Route::MethodNotAllowed => {
+                bump(&self.shared.stats.not_found, 1);
+                let (status, msg) = match head.route {
+                    Route::NotFound => (Status::NotFound, "no such route"),
+                    _ => (Status::MethodNotAllowed, "method not allowed on this route"),
+                };
+                self.reply_error(status, msg, head.close).await
+            }
+        }
+    }
+
+    async fn completion(&mut self, api: Api, head: Head, arrival: u64) -> Result<(), ConnEnd> {
+        let body = &self.rbuf[head.head_len..head.head_len + head.body_len];
+        let plan = match request::parse_body(body) {
+            Ok(job) => plan_of(api, &job, &mut self.model, &self.shared.settings.model),
+            Err(e) => {
+                bump(&self.shared.stats.parse_errors, 1);
+                let msg = e.to_string();
+                return self.reply_error(Status::BadRequest, &msg, head.close).await;
+            }
+        };
+        if plan.stream {
+            bump(&self.shared.stats.stream_requests, 1);
+            self.stream_reply(plan, arrival, head.close).await
+        } else {
+            self.whole_reply(plan, arrival, head.close).await
+        }
+    }
+
+    /// Streams `plan`: head + role + first content at arrival + ttft, then one event per
+    /// itl; each loop pass writes every event already due in one write.
+    async fn stream_reply(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
+        let s = self.shared.settings.clone();
+        let per = s.tokens_per_chunk;
+        let events = plan.max_tokens.div_ceil(per);
+        let first_ns = arrival + s.ttft_ns;
+        let model = std::mem::take(&mut self.model);
+        let reply = reply_of(&plan, &model, self.next_seq());
+        let mut next = 0u32;
+        while next < events {
+            self.sleep_until(first_ns + u64::from(next) * s.itl_ns)
+                .await?;
+            let now = mono_ns();
+            if next == 0 {
+                format::stream_head(&mut self.wbuf, close);
+                if plan.api == Api::Chat {
+                    format::role_event(&mut self.ev, &reply, now);
+                    self.push_event();
+                }
+            }
+            while next < events
+                && first_ns + u64::from(next) * s.itl_ns <= now
+                && self.wbuf.len() < FLUSH_BYTES
+            {
+                format::content_event(&mut self.ev, &reply, next * per, per, now);
+                self.push_event();
+                next += 1;
+            }
+            if next == events {
+                self.push_tail(&reply, now);
+            }
+            self.write_out().await?;
+        }
+        self.model = model;
+        Ok(())
+    }
+
+    /// The non-streaming answer, sent when the last token would have been.
+    async fn whole_reply(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
+        let s = self.shared.settings.clone();
+        let last = u64::from(plan.max_tokens.saturating_sub(1));
+        self.sleep_until(arrival + s.ttft_ns + last * s.itl_ns)
+            .await?;
+        let model = std::mem::take(&mut self.model);
+        let reply = reply_of(&plan, &model, self.next_seq());
+        format::whole_body(&mut self.ev, &reply, mono_ns());
+        self.model = model;
+        self.reply_ev(Status::Ok, close).await
+    }
+
+    fn push_event(&mut self) {
+        format::chunk(&mut self.wbuf, &self.ev);
+        bump(&self.shared.stats.events, 1);
+    }
+
+    fn push_tail(&mut self, reply: &Reply<'_>, now: u64) {
+        if reply.include_usage {
+            format::usage_event(&mut self.ev, reply, now);
+            self.push_event();
+        }
+        format::stream_tail(&mut self.wbuf);
+        bump(&self.shared.stats.events, 1);
+    }
+
+    async fn reply_error(&mut self, status: Status, msg: &str, close: bool) -> Result<(), ConnEnd> {
+        format::error_body(&mut self.ev, status, msg);
+        self.reply_ev(status, close).await
+    }
+
+    /// Sends `self.ev` as a whole `Content-Length` body.
+    async fn reply_ev(&mut self, status: Status, close: bool) -> Result<(), ConnEnd> {
+        format::fixed_response(&mut self.wbuf, status, &self.ev, close);
+        self.write_out().await
+    }
+
+    async fn write_out(&mut self) -> Result<(), ConnEnd> {
+        // Counted when issued, so a peer that has the bytes also sees them counted.
+        bump(&self.shared.stats.writes, 1);
+        bump(&self.shared.stats.bytes_written, self.wbuf.len() as u64);
+        let (res, buf) = self.stream.write_all(std::mem::take(&mut self.wbuf)).await;
+        self.wbuf = buf;
+        self.wbuf.clear();
+        res?;
+        Ok(())
+    }
+
+    /// Waits for an absolute deadline on this connection's timerfd (made on first need).
+    async fn sleep_until(&mut self, deadline_ns: u64) -> Result<(), ConnEnd> {
+        loop {
+            if self.shared.stopping.get() {
+                return Err(ConnEnd::Stopped);
+            }
+            if mono_ns() >= deadline_ns {
+                return Ok(());
+            }
+            self.timer()?.sleep_until(deadline_ns).await?;
+        }
+    }
+
+    fn timer(&mut self) -> io::Result<&Timer> {
+        let timer = match self.timer.take() {
+            Some(timer) => timer,
+            None => {
+                let timer = Timer::new()?;
+                if let Some(entry) = self.shared.live.borrow_mut().get_mut(&self.id) {
+                    entry.1 = Some(timer.raw_fd());
+                }
+                timer
+            }
+        };
+        Ok(self.timer.insert(timer))
+    }
+
+    fn next_seq(&self) -> u64 {
+        let seq = self.shared.next_seq.get();
+        self.shared.next_seq.set(seq.wrapping_add(1));
+        seq
+    }
+}
+
+fn plan_of(api: Api, job: &Job<'_>, model: &mut String, default_model: &str) -> Plan {
+    model.clear();
+    model.push_str(job.model.as_deref().unwrap_or(default_model));
+    Plan {
+        api,
+        stream: job.stream,
+        max_tokens: job.max_tokens,
+        include_usage: job.include_usage,
+        continuous_usage: job.continuous_usage,
+        prompt_tokens: job.prompt_tokens,
+    }
+}
+
+fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64) -> Reply<'a> {
+    Reply {
+        api: plan.api,
+        seq,
+        created_s: unix_s(),
+        model,
+        prompt_tokens: plan.prompt_tokens,
+        completion_tokens: plan.max_tokens,
+        include_usage: plan.include_usage,
+        continuous_usage: plan.continuous_usage,
+    }
+}
+
+fn unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,486 @@
+//! Response bytes of the simulator (server side; the client flow schedule → worker → http →
+//! sse → extract → record → collector → report reads what this writes). Everything is
+//! appended to caller-owned, reused buffers: no allocation per event once the buffers have
+//! grown, no `String` per chunk. The wire format copies vLLM's (field order included, see
+//! `fixtures/sse/vllm-cpu`), plus one trailing top-level `"ringbench_ns"` stamp per event.
+//! This module may not read clocks or sockets: stamps and timing come from the caller.
+
+/// Which OpenAI endpoint a completion request came in on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Api {
+    Chat,
+    Completions,
+}
+
+/// Everything a response needs, fixed when the request arrives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reply<'a> {
+    pub api: Api,
+    /// Makes the response id unique per thread; printed as 16 hex digits like vLLM's.
+    pub seq: u64,
+    pub created_s: u64,
+    /// The model name as decoded from the request; escaped again when written.
+    pub model: &'a str,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub include_usage: bool,
+    pub continuous_usage: bool,
+}
+
+/// Deterministic stand-in text: one short word per token.
+const WORDS: [&str; 16] = [
+    " lorem", " ipsum", " dolor", " sit", " amet", " sed", " do", " eius", " mod", " tempor",
+    " in", " ut", " labore", " et", " magna", " aliqua",
+];
+
+pub(crate) const STREAM_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\n\
+content-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+pub(crate) const STREAM_HEAD_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\n\
+content-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\
+connection: close\r\n\r\n";
+const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+pub(crate) fn stream_head(out: &mut Vec<u8>, close: bool) {
+    out.extend_from_slice(if close {
+        STREAM_HEAD_CLOSE
+    } else {
+        STREAM_HEAD
+    });
+}
+
+/// Appends `ev` as one HTTP/1.1 chunk.
+pub(crate) fn chunk(out: &mut Vec<u8>, ev: &[u8]) {
+    put_hex(out, ev.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(ev);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `data: [DONE]` and the terminating zero-length chunk.
+pub(crate) fn stream_tail(out: &mut Vec<u8>) {
+    chunk(out, DONE_EVENT);
+    out.extend_from_slice(LAST_CHUNK);
+}
+
+/// The chat role-only first event (`"delta":{"role":"assistant","content":""}`).
+pub(crate) fn role_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    ev.clear();
+    event_prefix(ev, r);
+    ev.extend_from_slice(
+        b"[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\
+\"logprobs\":null,\"finish_reason\":null}]",
+    );
+    continuous_usage(ev, r, 0);
+    ev.extend_from_slice(b",\"prompt_token_ids\":null,\"prompt_text\":null");
+    event_suffix(ev, stamp_ns);
+}
+
+/// One content event carrying tokens `first..first + count`; the one that reaches
+/// `completion_tokens` carries `finish_reason: "length"`.
+pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32, stamp_ns: u64) {
+    let end = first.saturating_add(count).min(r.completion_tokens);
+    let last = end >= r.completion_tokens;
+    ev.clear();
+    event_prefix(ev, r);
+    match r.api {
+        Api::Chat => ev.extend_from_slice(b"[{\"index\":0,\"delta\":{\"content\":\""),
+        Api::Completions => ev.extend_from_slice(b"[{\"index\":0,\"text\":\""),
+    }
+    put_words(ev, first, end);
+    ev.extend_from_slice(b"\"");
+    if r.api == Api::Chat {
+        ev.extend_from_slice(b"}");
+    }
+    ev.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
+    ev.extend_from_slice(if last { b"\"length\"" } else { b"null" });
+    if last || r.api == Api::Completions {
+        ev.extend_from_slice(b",\"stop_reason\":null");
+    }
+    if r.api == Api::Completions {
+        ev.extend_from_slice(b",\"prompt_token_ids\":null");
+    }
+    ev.extend_from_slice(b",\"token_ids\":null}]");
+    continuous_usage(ev, r, end);
+    event_suffix(ev, stamp_ns);
+}
+
+/// The final usage event: empty `choices`, then `usage` (vLLM's key order).
+pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    ev.clear();
+    event_prefix(ev, r);
+    ev.extend_from_slice(b"[],");
+    usage(ev, r.prompt_tokens, r.completion_tokens);
+    ev.extend_from_slice(b",\"system_fingerprint\":\"ringbench-sim\"");
+    event_suffix(ev, stamp_ns);
+}
+
+/// The whole non-streaming JSON body (`choices[0].message.content` or `choices[0].text`).
+pub(crate) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    body.clear();
+    object_prefix(body, r, false);
+    body.extend_from_slice(b"[{\"index\":0,");
+    match r.api {
+        Api::Chat => body.extend_from_slice(b"\"message\":{\"role\":\"assistant\",\"content\":\""),
+        Api::Completions => body.extend_from_slice(b"\"text\":\""),
+    }
+    put_words(body, 0, r.completion_tokens);
+    body.extend_from_slice(b"\"");
+    if r.api == Api::Chat {
+        body.extend_from_slice(b",\"refusal\":null}");
+    }
+    body.extend_from_slice(
+        b",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}],",
+    );
+    usage(body, r.prompt_tokens, r.completion_tokens);
+    body.extend_from_slice(b",\"ringbench_ns\":");
+    put_u64(body, stamp_ns);
+    body.extend_from_slice(b"}");
+}
+
+/// `GET /v1/models`: the OpenAI list with the one model.
+pub(crate) fn models_body(body: &mut Vec<u8>, model: &str, created_s: u64) {
+    body.clear();
+    body.extend_from_slice(b"{\"object\":\"list\",\"data\":[{\"id\":\"");
+    put_json_str(body, model);
+    body.extend_from_slice(b"\",\"object\":\"model\",\"created\":");
+    put_u64(body, created_s);
+    body.extend_from_slice(b",\"owned_by\":\"ringbench\",\"root\":\"");
+    put_json_str(body, model);
+    body.extend_from_slice(b"\",\"parent\":null}]}");
+}
+
+/// An OpenAI-style error body (`{"error":{"message",..,"code"}}`).
+pub(crate) fn error_body(body: &mut Vec<u8>, status: Status, message: &str) {
+    body.clear();
+    body.extend_from_slice(b"{\"error\":{\"message\":\"");
+    put_json_str(body, message);
+    body.extend_from_slice(b"\",\"type\":\"");
+    body.extend_from_slice(status.error_type().as_bytes());
+    body.extend_from_slice(b"\",\"param\":null,\"code\":");
+    put_u64(body, status.code().into());
+    body.extend_from_slice(b"}}");
+}
+
+/// HTTP statuses the simulator answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Ok,
+    BadRequest,
+    NotFound,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    HeadersTooLarge,
+}
+
+impl Status {
+    pub(crate) fn code(self) -> u16 {
+        match self {
+            Status::Ok => 200,
+            Status::BadRequest => 400,
+            Status::NotFound => 404,
+            Status::MethodNotAllowed => 405,
+            Status::PayloadTooLarge => 413,
+            Status::HeadersTooLarge => 431,
+        }
+    }
+
+    fn line(self) -> &'static [u8] {
+        match self {
+            Status::Ok => b"HTTP/1.1 200 OK\r\n",
+            Status::BadRequest => b"HTTP/1.1 400 Bad Request\r\n",
+            Status::NotFound => b"HTTP/1.1 404 Not Found\r\n",
+            Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
+            Status::PayloadTooLarge => b"HTTP/1.1 413 Payload Too Large\r\n",
+            Status::HeadersTooLarge => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        }
+    }
+
+    fn error_type(self) -> &'static str {
+        match self {
+            Status::NotFound => "NotFoundError",
+            Status::MethodNotAllowed => "MethodNotAllowedError",
+            _ => "BadRequestError",
+        }
+    }
+}
+
+/// A complete `Content-Length` response: head then `body`.
+pub(crate) fn fixed_response(out: &mut Vec<u8>, status: Status, body: &[u8], close: bool) {
+    out.extend_from_slice(status.line());
+    out.extend_from_slice(b"server: ringbench-sim\r\ncontent-type: application/json\r\n");
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"content-length: ");
+    put_u64(out, body.len() as u64);
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
+}
+
+fn event_prefix(ev: &mut Vec<u8>, r: &Reply) {
+    ev.extend_from_slice(b"data: ");
+    object_prefix(ev, r, true);
+}
+
+/// `{"id":..,"object":..,"created":..,"model":..,"choices":` (the value follows).
+fn object_prefix(out: &mut Vec<u8>, r: &Reply, chunk: bool) {
+    let (id_prefix, object): (&[u8], &[u8]) = match (r.api, chunk) {
+        (Api::Chat, true) => (b"chatcmpl-", b"chat.completion.chunk"),
+        (Api::Chat, false) => (b"chatcmpl-", b"chat.completion"),
+        (Api::Completions, _) => (b"cmpl-", b"text_completion"),
+    };
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id_prefix);
+    put_hex16(out, r.seq);
+    out.extend_from_slice(b"\",\"object\":\"");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"\",\"created\":");
+    put_u64(out, r.created_s);
+    out.extend_from_slice(b",\"model\":\"");
+    put_json_str(out, r.model);
+    out.extend_from_slice(b"\",\"choices\":");
+}
+
+fn event_suffix(ev: &mut Vec<u8>, stamp_ns: u64) {
+    ev.extend_from_slice(b",\"ringbench_ns\":");
+    put_u64(ev, stamp_ns);
+    ev.extend_from_slice(b"}\n\n");
+}
+
+fn continuous_usage(ev: &mut Vec<u8>, r: &Reply, completion_tokens: u32) {
+    if r.continuous_usage {
+        ev.push(b',');
+        usage(ev, r.prompt_tokens, completion_tokens);
+    }
+}
+
+fn usage(out: &mut Vec<u8>, prompt: u32, completion: u32) {
+    out.extend_from_slice(b"\"usage\":{\"prompt_tokens\":");
+    put_u64(out, prompt.into());
+    out.extend_from_slice(b",\"total_tokens\":");
+    put_u64(out, u64::from(prompt) + u64::from(completion));
+    out.extend_from_slice(b",\"completion_tokens\":");
+    put_u64(out, completion.into());
+    out.extend_from_slice(b"}");
+}
+
+fn put_words(out: &mut Vec<u8>, first: u32, end: u32) {
+    for i in first..end {
+        out.extend_from_slice(WORDS[i as usize % WORDS.len()].as_bytes());
+    }
+}
+
+/// Decimal without allocation (what `itoa` does).
+pub(crate) fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Lower-case hex, shortest form (chunk sizes).
+fn put_hex(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 16];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = HEX[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Exactly 16 lower-case hex digits (response ids, like vLLM's).
+fn put_hex16(out: &mut Vec<u8>, v: u64) {
+    for shift in (0..16).rev() {
+        out.push(HEX[((v >> (shift * 4)) & 0xf) as usize]);
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes `s` as the inside of a JSON string.
+fn put_json_str(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x00..=0x1f => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            }
+            _ => out.push(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(api: Api) -> Reply<'static> {
+        Reply {
+            api,
+            seq: 0xab,
+            created_s: 1_795_959_947,
+            model: "tiny-llama",
+            prompt_tokens: 19,
+            completion_tokens: 8,
+            include_usage: true,
+            continuous_usage: false,
+        }
+    }
+
+    fn text(v: &[u8]) -> &str {
+        std::str::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn numbers_format_like_std() {
+        for v in [0u64, 7, 10, 99, 12345, u64::MAX] {
+            let mut out = vec![];
+            put_u64(&mut out, v);
+            assert_eq!(text(&out), v.to_string());
+            out.clear();
+            put_hex(&mut out, v);
+            assert_eq!(text(&out), format!("{v:x}"));
+        }
+        let mut out = vec![];
+        put_hex16(&mut out, 0xab);
+        assert_eq!(text(&out), "00000000000000ab");
+    }
+
+    #[test]
+    fn role_event_matches_vllm_shape() {
+        let mut ev = vec![];
+        role_event(&mut ev, &reply(Api::Chat), 42);
+        assert_eq!(
+            text(&ev),
+            "data: {\"id\":\"chatcmpl-00000000000000ab\",\"object\":\"chat.completion.chunk\",\
+\"created\":1795959947,\"model\":\"tiny-llama\",\"choices\":[{\"index\":0,\"delta\":\
+{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}],\
+\"prompt_token_ids\":null,\"prompt_text\":null,\"ringbench_ns\":42}\n\n"
+        );
+    }
+
+    #[test]
+    fn chat_content_events_and_finish() {
+        let r = reply(Api::Chat);
+        let mut ev = vec![];
+        content_event(&mut ev, &r, 0, 1, 5);
+        assert!(text(&ev).contains(
+            "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" lorem\"},\"logprobs\":null,\
+\"finish_reason\":null,\"token_ids\":null}],\"ringbench_ns\":5}\n\n"
+        ));
+        content_event(&mut ev, &r, 6, 4, 6);
+        assert!(text(&ev).contains(
+            "{\"content\":\" do eius\"},\"logprobs\":null,\"finish_reason\":\"length\",\
+\"stop_reason\":null,\"token_ids\":null}]"
+        ));
+    }
+
+    #[test]
+    fn completions_event_shape() {
+        let mut ev = vec![];
+        content_event(&mut ev, &reply(Api::Completions), 1, 1, 9);
+        assert_eq!(
+            text(&ev),
+            "data: {\"id\":\"cmpl-00000000000000ab\",\"object\":\"text_completion\",\
+\"created\":1795959947,\"model\":\"tiny-llama\",\"choices\":[{\"index\":0,\"text\":\" ipsum\",\
+\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null,\"prompt_token_ids\":null,\
+\"token_ids\":null}],\"ringbench_ns\":9}\n\n"
+        );
+    }
+
+    #[test]
+    fn usage_event_and_continuous_usage() {
+        let mut r = reply(Api::Chat);
+        let mut ev = vec![];
+        usage_event(&mut ev, &r, 1);
+        assert!(text(&ev).contains(
+            "\"choices\":[],\"usage\":{\"prompt_tokens\":19,\"total_tokens\":27,\
+\"completion_tokens\":8},\"system_fingerprint\":\"ringbench-sim\",\"ringbench_ns\":1}"
+        ));
+        r.continuous_usage = true;
+        content_event(&mut ev, &r, 2, 1, 1);
+        assert!(text(&ev).contains(
+            "\"token_ids\":null}],\"usage\":{\"prompt_tokens\":19,\"total_tokens\":22,\
+\"completion_tokens\":3},\"ringbench_ns\":1}"
+        ));
+    }
+
+    #[test]
+    fn every_event_is_valid_json_with_stamp_last() {
+        let r = reply(Api::Chat);
+        let mut ev = vec![];
+        usage_event(&mut ev, &r, 77);
+        let json = &ev[b"data: ".len()..ev.len() - 2];
+        let v: serde_json::Value = serde_json::from_slice(json).unwrap();
+        assert_eq!(v["ringbench_ns"], 77);
+        assert!(text(json).ends_with(",\"ringbench_ns\":77}"));
+    }
+
+    #[test]
+    fn chunk_framing_and_tail() {
+        let mut out = vec![];
+        chunk(&mut out, b"data: x\n\n");
+        stream_tail(&mut out);
+        assert_eq!(
+            text(&out),
+            "9\r\ndata: x\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn whole_bodies_parse() {
+        let mut body = vec![];
+        whole_body(&mut body, &reply(Api::Chat), 3);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            v["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .len(),
+            39
+        );
+        assert_eq!(v["usage"]["completion_tokens"], 8);
+        whole_body(&mut body, &reply(Api::Completions), 3);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        assert!(v["choices"][0]["text"].is_string());
+    }
+
+    #[test]
+    fn model_names_are_escaped() {
+        let mut body = vec![];
+        models_body(&mut body, "a\"b\\c\n", 1);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["data"][0]["id"], "a\"b\\c\n");
+        error_body(&mut body, Status::NotFound, "no route");
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], 404);
+    }
+
+    #[test]
+    fn fixed_response_head() {
+        let mut out = vec![];
+        fixed_response(&mut out, Status::Ok, b"{}", true);
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\ncontent-type: application/json\r\n\
+connection: close\r\ncontent-length: 2\r\n\r\n{}"
+        );
+    }
+}

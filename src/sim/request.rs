@@ -1,0 +1,363 @@
+//! Request side of the simulator (server side; the client flow is schedule → worker → http
+//! → sse → extract → record → collector → report): finds one HTTP/1.1 request head in the
+//! bytes read so far (httparse), routes it, and reads the few body fields a response needs.
+//! Input is untrusted: every failure is a typed error, never a panic. This module may not
+//! allocate per request beyond what serde needs for escaped strings, and may not do I/O.
+
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::format::Api;
+
+/// Most headers a request may carry.
+const MAX_HEADERS: usize = 64;
+/// Largest request head accepted.
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Largest request body accepted.
+pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// Largest `max_tokens` honoured: bounds the bytes one response can need.
+pub(crate) const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
+/// OpenAI's default when a request names no output length.
+const DEFAULT_MAX_TOKENS: u32 = 16;
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Completion(Api),
+    Models,
+    Health,
+    NotFound,
+    MethodNotAllowed,
+}
+
+/// A parsed request head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub route: Route,
+    pub head_len: usize,
+    pub body_len: usize,
+    /// The client asked to close (or spoke HTTP/1.0): answer, then close.
+    pub close: bool,
+    /// `Expect: 100-continue` (curl sends it for bodies over 1 KiB, then waits a second).
+    pub expect_continue: bool,
+}
+
+/// Why a request could not be read; each is answered with an error status and a close,
+/// since the framing of what follows cannot be trusted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum HeadError {
+    #[error("malformed request head: {0}")]
+    Malformed(httparse::Error),
+    #[error("request head larger than {MAX_HEAD_BYTES} bytes")]
+    TooLarge,
+    #[error("bad Content-Length")]
+    BadLength,
+    #[error("body larger than {MAX_BODY_BYTES} bytes")]
+    BodyTooLarge,
+    #[error("chunked request bodies are not supported; send Content-Length")]
+    ChunkedBody,
+}
+
+/// Parses the head at the start of `buf`. `Ok(None)`: not all of it has arrived yet.
+pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head_len = match req.parse(buf).map_err(HeadError::Malformed)? {
+        httparse::Status::Complete(n) => n,
+        httparse::Status::Partial if buf.len() > MAX_HEAD_BYTES => return Err(HeadError::TooLarge),
+        httparse::Status::Partial => return Ok(None),
+    };
+    let mut body_len = 0usize;
+    let mut close = req.version == Some(0);
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            body_len = parse_length(h.value)?;
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(HeadError::ChunkedBody);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close = h.value.eq_ignore_ascii_case(b"close");
+        } else if h.name.eq_ignore_ascii_case("expect") {
+            expect_continue = h.value.eq_ignore_ascii_case(b"100-continue");
+        }
+    }
+    let route = route(req.method.unwrap_or(""), req.path.unwrap_or(""));
+    Ok(Some(Head {
+        route,
+        head_len,
+        body_len,
+        close,
+        expect_continue,
+    }))
+}
+
+fn parse_length(value: &[u8]) -> Result<usize, HeadError> {
+    let text = std::str::from_utf8(value).map_err(|_| HeadError::BadLength)?;
+    let n: usize = text.trim().parse().map_err(|_| HeadError::BadLength)?;
+    if n > MAX_BODY_BYTES {
+        return Err(HeadError::BodyTooLarge);
+    }
+    Ok(n)
+}
+
+fn route(method: &str, path: &str) -> Route {
+    // Query strings do not change what the simulator serves.
+    let path = path.split('?').next().unwrap_or(path);
+    let (want, route) = match path {
+        "/v1/chat/completions" => ("POST", Route::Completion(Api::Chat)),
+        "/v1/completions" => ("POST", Route::Completion(Api::Completions)),
+        "/v1/models" => ("GET", Route::Models),
+        "/health" => ("GET", Route::Health),
+        _ => return Route::NotFound,
+    };
+    if method == want {
+        route
+    } else {
+        Route::MethodNotAllowed
+    }
+}
+
+/// The body fields a completion response depends on.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Job<'a> {
+    pub stream: bool,
+    pub max_tokens: u32,
+    pub include_usage: bool,
+    pub continuous_usage: bool,
+    /// `None`: the request named no model; the simulator's own name is used.
+    pub model: Option<Cow<'a, str>>,
+    /// Approximate: prompt bytes / 4 (rounded up, at least 1), or the exact count when the
+    /// prompt is given as token ids. The simulator has no tokenizer.
+    pub prompt_tokens: u32,
+}
+
+/// Why a body was refused (answered with 400).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    #[error("body is not the expected JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("max_tokens must be between 1 and {MAX_OUTPUT_TOKENS}")]
+    MaxTokens,
+}
+
+#[derive(Deserialize)]
+struct RawBody<'a> {
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    max_completion_tokens: Option<u64>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    prompt: Option<PromptSize>,
+    #[serde(default)]
+    messages: Option<PromptSize>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+    #[serde(default)]
+    continuous_usage_stats: Option<bool>,
+}
+
+pub(crate) fn parse_body(body: &[u8]) -> Result<Job<'_>, BodyError> {
+    let raw: RawBody = serde_json::from_slice(body)?;
+    let max = raw
+        .max_completion_tokens
+        .or(raw.max_tokens)
+        .unwrap_or(DEFAULT_MAX_TOKENS.into());
+    if max == 0 || max > u64::from(MAX_OUTPUT_TOKENS) {
+        return Err(BodyError::MaxTokens);
+    }
+    let options = raw.stream_options.as_ref();
+    let size = raw.prompt.or(raw.messages).unwrap_or_default();
+    Ok(Job {
+        stream: raw.stream.unwrap_or(false),
+        max_tokens: max as u32,
+        include_usage: options.and_then(|o| o.include_usage).unwrap_or(false),
+        continuous_usage: options
+            .and_then(|o| o.continuous_usage_stats)
+            .unwrap_or(false),
+        model: raw.model,
+        prompt_tokens: size.tokens(),
+    })
+}
+
+/// Prompt size gathered while deserializing, without keeping the text: bytes of every
+/// string found (prompt strings, message `content` strings, content parts' `text`) and the
+/// count of integers (prompts given as token ids).
+#[derive(Default, Clone, Copy, Debug)]
+struct PromptSize {
+    bytes: u64,
+    ids: u64,
+}
+
+impl PromptSize {
+    fn tokens(self) -> u32 {
+        let from_text = self.bytes.div_ceil(4);
+        (from_text + self.ids).clamp(1, u64::from(u32::MAX)) as u32
+    }
+
+    fn add(&mut self, other: PromptSize) {
+        self.bytes += other.bytes;
+        self.ids += other.ids;
+    }
+}
+
+impl<'de> Deserialize<'de> for PromptSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SizeVisitor)
+    }
+}
+
+struct SizeVisitor;
+
+impl<'de> Visitor<'de> for SizeVisitor {
+    type Value = PromptSize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a prompt: string, token ids, messages or content parts")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<PromptSize, E> {
+        Ok(PromptSize {
+            bytes: v.len() as u64,
+            ids: 0,
+        })
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<PromptSize, E> {
+        Ok(PromptSize { bytes: 0, ids: 1 })
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<PromptSize, E> {
+        Ok(PromptSize { bytes: 0, ids: 1 })
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<PromptSize, E> {
+        Ok(PromptSize::default())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PromptSize, A::Error> {
+        let mut total = PromptSize::default();
+        while let Some(item) = seq.next_element::<PromptSize>()? {
+            total.add(item);
+        }
+        Ok(total)
+    }
+
+    /// A message (`content`) or a content part (`text`); other keys are skipped.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PromptSize, A::Error> {
+        let mut total = PromptSize::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "content" || key == "text" {
+                total.add(map.next_value::<PromptSize>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_and_methods() {
+        let head = parse_head(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(head.unwrap().route, Route::Models);
+        let head = parse_head(b"GET /v1/completions HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(head.unwrap().route, Route::MethodNotAllowed);
+        let head = parse_head(b"GET /nope HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(head.unwrap().route, Route::NotFound);
+        let head = parse_head(b"GET /health?x=1 HTTP/1.0\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!((head.route, head.close), (Route::Health, true));
+    }
+
+    #[test]
+    fn partial_heads_wait_and_lengths_are_read() {
+        let full = b"POST /v1/completions HTTP/1.1\r\ncontent-length: 12\r\n\
+Connection: close\r\n\r\n";
+        for cut in 0..full.len() {
+            assert_eq!(parse_head(&full[..cut]), Ok(None), "cut at {cut}");
+        }
+        let head = parse_head(full).unwrap().unwrap();
+        assert_eq!(
+            (head.head_len, head.body_len, head.close),
+            (full.len(), 12, true)
+        );
+        let expect = b"POST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
+        assert!(parse_head(expect).unwrap().unwrap().expect_continue);
+    }
+
+    #[test]
+    fn bad_heads_are_typed_errors() {
+        assert!(matches!(
+            parse_head(b"\x01\x02 / HTTP/1.1\r\n\r\n"),
+            Err(HeadError::Malformed(_))
+        ));
+        let bad = b"POST /v1/completions HTTP/1.1\r\nContent-Length: -3\r\n\r\n";
+        assert_eq!(parse_head(bad), Err(HeadError::BadLength));
+        let chunked = b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(parse_head(chunked), Err(HeadError::ChunkedBody));
+        let huge = vec![b'a'; MAX_HEAD_BYTES + 1];
+        assert!(parse_head(&huge).is_err());
+    }
+
+    #[test]
+    fn chat_body_fields() {
+        let body =
+            br#"{"model":"tiny-llama","messages":[{"role":"user","content":"Hello, how are you?"}],
+            "max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}"#;
+        let job = parse_body(body).unwrap();
+        assert!(job.stream && job.include_usage && !job.continuous_usage);
+        assert_eq!(job.max_tokens, 8);
+        assert_eq!(job.model.as_deref(), Some("tiny-llama"));
+        assert_eq!(job.prompt_tokens, 5); // 19 bytes / 4, rounded up
+    }
+
+    #[test]
+    fn completions_body_defaults_and_token_prompts() {
+        let job = parse_body(br#"{"prompt":[1,2,3,4,5,6,7]}"#).unwrap();
+        assert_eq!(
+            (job.stream, job.max_tokens, job.prompt_tokens),
+            (false, 16, 7)
+        );
+        assert_eq!(job.model, None);
+        let job = parse_body(
+            br#"{"prompt":"abcdefgh","max_completion_tokens":3,"max_tokens":9,
+            "stream_options":{"continuous_usage_stats":true},"model":"a\"b"}"#,
+        )
+        .unwrap();
+        assert_eq!((job.max_tokens, job.prompt_tokens), (3, 2));
+        assert!(job.continuous_usage);
+        assert_eq!(job.model.as_deref(), Some("a\"b"));
+    }
+
+    #[test]
+    fn content_parts_count() {
+        let body = br#"{"messages":[{"role":"user","content":[{"type":"text","text":"12345678"}]},
+            {"role":"system","content":null}]}"#;
+        assert_eq!(parse_body(body).unwrap().prompt_tokens, 2);
+    }
+
+    #[test]
+    fn bad_bodies_are_errors() {
+        assert!(parse_body(b"not json").is_err());
+        assert!(parse_body(br#"{"max_tokens":0}"#).is_err());
+        assert!(parse_body(br#"{"max_tokens":-1}"#).is_err());
+        assert!(parse_body(br#"{"stream":"yes"}"#).is_err());
+    }
+}

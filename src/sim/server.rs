@@ -1,0 +1,169 @@
+//! The simulator's listener threads (server side; the client flow schedule → worker → http
+//! → sse → extract → record → collector → report runs elsewhere): one OS thread per CPU,
+//! pinned, each with its own monoio runtime and its own `SO_REUSEPORT` listener, so the
+//! kernel spreads connections and nothing is shared between threads but counters. This
+//! module may not share state across threads except through `ThreadStats` and the stop bell.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoio::net::{ListenerOpts, TcpListener};
+use monoio::time::TimeDriver;
+use monoio::{FusionRuntime, IoUringDriver, LegacyDriver, RuntimeBuilder};
+
+use super::conn::{self, Shared};
+use super::fdwait::{tighten_timer_slack, StopWait, StopWaitSeed};
+use super::stats::{bump, ThreadStats};
+use super::Settings;
+use crate::clock::thread_cpu_ns;
+use crate::plan::IoDriver;
+
+type Runtime = FusionRuntime<TimeDriver<IoUringDriver>, TimeDriver<LegacyDriver>>;
+
+/// How long stop waits for a thread's connections to notice and end.
+const DRAIN_LIMIT: Duration = Duration::from_millis(500);
+
+/// The I/O driver a thread ended up on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DriverUsed {
+    Uring,
+    Epoll,
+}
+
+impl DriverUsed {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            DriverUsed::Uring => "uring",
+            DriverUsed::Epoll => "epoll",
+        }
+    }
+}
+
+/// Everything a listener thread starts from.
+pub(crate) struct ThreadSetup {
+    pub index: u64,
+    pub settings: Arc<Settings>,
+    pub cpu: Option<usize>,
+    pub addr: SocketAddr,
+    pub driver: IoDriver,
+    pub stop: StopWaitSeed,
+    pub stats: Arc<ThreadStats>,
+    pub ready: mpsc::Sender<io::Result<(SocketAddr, DriverUsed)>>,
+}
+
+/// The thread body: pin, build the runtime, listen, report ready, serve until stopped.
+pub(crate) fn run_thread(setup: ThreadSetup) {
+    if let Some(cpu) = setup.cpu {
+        if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+            let msg = format!("cannot pin the simulator thread to CPU {cpu}");
+            let _ = setup.ready.send(Err(io::Error::other(msg)));
+            return;
+        }
+    }
+    tighten_timer_slack();
+    let (mut rt, used) = match build_runtime(setup.driver) {
+        Ok(built) => built,
+        Err(e) => {
+            let _ = setup.ready.send(Err(e));
+            return;
+        }
+    };
+    let stats = setup.stats.clone();
+    rt.block_on(listen_and_serve(setup, used));
+    stats
+        .final_cpu_ns
+        .store(thread_cpu_ns(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// io_uring with `SINGLE_ISSUER | DEFER_TASKRUN` first (level with epoll per wake-up here;
+/// safe because nothing on these threads spins), then the default ring, then epoll (Auto).
+fn build_runtime(driver: IoDriver) -> io::Result<(Runtime, DriverUsed)> {
+    if driver == IoDriver::Epoll {
+        return build_epoll();
+    }
+    let mut tuned = io_uring::IoUring::builder();
+    tuned.setup_single_issuer().setup_defer_taskrun();
+    let uring = build_uring(tuned).or_else(|_| build_uring(io_uring::IoUring::builder()));
+    match (uring, driver) {
+        (Ok(rt), _) => Ok((rt, DriverUsed::Uring)),
+        (Err(_), IoDriver::Auto) => build_epoll(),
+        (Err(e), _) => Err(io::Error::new(e.kind(), format!("io_uring refused: {e}"))),
+    }
+}
+
+fn build_uring(urb: io_uring::Builder) -> io::Result<Runtime> {
+    let rt = RuntimeBuilder::<IoUringDriver>::new()
+        .enable_timer()
+        .uring_builder(urb)
+        .build()?;
+    Ok(rt.into())
+}
+
+fn build_epoll() -> io::Result<(Runtime, DriverUsed)> {
+    let rt = RuntimeBuilder::<LegacyDriver>::new()
+        .enable_timer()
+        .build()?;
+    Ok((rt.into(), DriverUsed::Epoll))
+}
+
+async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
+    let opts = ListenerOpts::new().reuse_port(true).backlog(4096);
+    let bound = TcpListener::bind_with_config(setup.addr, &opts).and_then(|listener| {
+        let addr = listener.local_addr()?;
+        Ok((listener, addr, setup.stop.into_wait()?))
+    });
+    let (listener, stop) = match bound {
+        Ok((listener, addr, stop)) => {
+            if setup.ready.send(Ok((addr, used))).is_err() {
+                return;
+            }
+            (listener, stop)
+        }
+        Err(e) => {
+            let _ = setup.ready.send(Err(e));
+            return;
+        }
+    };
+    let shared = Rc::new(Shared::new(setup.settings, setup.stats, setup.index));
+    accept_until_stopped(&listener, &stop, &shared).await;
+    drop(listener);
+    drain(&shared).await;
+}
+
+async fn accept_until_stopped(listener: &TcpListener, stop: &StopWait, shared: &Rc<Shared>) {
+    let mut stopped = std::pin::pin!(stop.wait());
+    loop {
+        monoio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    bump(&shared.stats.connections, 1);
+                    // Small writes are the product: never let Nagle hold an event back.
+                    let _ = stream.set_nodelay(true);
+                    monoio::spawn(conn::serve(stream, shared.clone()));
+                }
+                Err(_) => {
+                    // Usually out of fds: back off a tick instead of spinning on accept.
+                    bump(&shared.stats.accept_errors, 1);
+                    monoio::time::sleep(Duration::from_millis(1)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Wakes every connection and gives them a bounded time to end.
+async fn drain(shared: &Rc<Shared>) {
+    shared.wake_all_for_stop();
+    let ticks = DRAIN_LIMIT.as_millis() as u32;
+    for _ in 0..ticks {
+        if shared.live.borrow().is_empty() {
+            return;
+        }
+        monoio::time::sleep(Duration::from_millis(1)).await;
+    }
+}

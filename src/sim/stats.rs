@@ -1,0 +1,78 @@
+//! The simulator's counters (server side; the client flow schedule → worker → http → sse →
+//! extract → record → collector → report never reads them). One set per listener thread,
+//! written only by that thread with relaxed atomics (no contention) and summed when asked.
+//! Nothing here may block or allocate on the counting path.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// What every simulator thread did, summed. Counted, never silent.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimStats {
+    /// Listener threads running (or run).
+    pub threads: u64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Requests answered, errors included.
+    pub requests: u64,
+    /// Completion requests answered with a stream.
+    pub stream_requests: u64,
+    /// SSE events written (role, content, usage and `[DONE]` each count one).
+    pub events: u64,
+    /// Socket writes (one `write_all` each).
+    pub writes: u64,
+    pub bytes_written: u64,
+    /// Request heads or bodies that did not parse (answered 4xx).
+    pub parse_errors: u64,
+    /// Requests for a path or method the simulator does not serve.
+    pub not_found: u64,
+    /// Writes or reads that failed (peer gone mid-response, reset).
+    pub io_errors: u64,
+    /// Accepts that failed (e.g. out of file descriptors).
+    pub accept_errors: u64,
+    /// Sum of the threads' `CLOCK_THREAD_CPUTIME`.
+    pub cpu_ns: u64,
+    /// `"uring"`, `"epoll"`, or `"mixed"` if threads ended up on different drivers.
+    pub io_driver: String,
+}
+
+/// One thread's counters.
+#[derive(Default, Debug)]
+pub(crate) struct ThreadStats {
+    pub connections: AtomicU64,
+    pub requests: AtomicU64,
+    pub stream_requests: AtomicU64,
+    pub events: AtomicU64,
+    pub writes: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub parse_errors: AtomicU64,
+    pub not_found: AtomicU64,
+    pub io_errors: AtomicU64,
+    pub accept_errors: AtomicU64,
+    /// Set by the thread as it exits; while it runs, its CPU clock is read from outside.
+    pub final_cpu_ns: AtomicU64,
+}
+
+/// Adds one to a counter only its own thread writes.
+#[inline]
+pub(crate) fn bump(counter: &AtomicU64, by: u64) {
+    // A load and a store, not a locked add: this thread is the only writer.
+    counter.store(counter.load(Relaxed) + by, Relaxed);
+}
+
+impl ThreadStats {
+    pub(crate) fn add_into(&self, sum: &mut SimStats) {
+        sum.threads += 1;
+        sum.connections += self.connections.load(Relaxed);
+        sum.requests += self.requests.load(Relaxed);
+        sum.stream_requests += self.stream_requests.load(Relaxed);
+        sum.events += self.events.load(Relaxed);
+        sum.writes += self.writes.load(Relaxed);
+        sum.bytes_written += self.bytes_written.load(Relaxed);
+        sum.parse_errors += self.parse_errors.load(Relaxed);
+        sum.not_found += self.not_found.load(Relaxed);
+        sum.io_errors += self.io_errors.load(Relaxed);
+        sum.accept_errors += self.accept_errors.load(Relaxed);
+    }
+}
