@@ -86,7 +86,9 @@ pub(crate) async fn serve(stream: TcpStream, shared: Rc<Shared>) {
         .borrow_mut()
         .insert(id, (stream.as_raw_fd(), None));
     let mut conn = Conn::new(stream, shared.clone(), id);
-    if let Err(ConnEnd::Io(_)) = conn.run().await {
+    let ended = conn.run().await;
+    // Sockets that stop itself shut down are not errors.
+    if matches!(ended, Err(ConnEnd::Io(_))) && !shared.stopping.get() {
         bump(&shared.stats.io_errors, 1);
     }
     // Out of `live` before the socket closes, so stop never touches a reused fd number.
@@ -261,10 +263,10 @@ impl Conn {
         let first_ns = arrival + s.ttft_ns;
         let model = std::mem::take(&mut self.model);
         let reply = reply_of(&plan, &model, self.next_seq());
+        let due = |event: u32| first_ns + u64::from(event) * s.itl_ns;
         let mut next = 0u32;
         while next < events {
-            self.sleep_until(first_ns + u64::from(next) * s.itl_ns)
-                .await?;
+            self.sleep_until(due(next)).await?;
             let now = mono_ns();
             if next == 0 {
                 format::stream_head(&mut self.wbuf, close);
@@ -273,10 +275,7 @@ impl Conn {
                     self.push_event();
                 }
             }
-            while next < events
-                && first_ns + u64::from(next) * s.itl_ns <= now
-                && self.wbuf.len() < FLUSH_BYTES
-            {
+            while next < events && due(next) <= now && self.wbuf.len() < FLUSH_BYTES {
                 format::content_event(&mut self.ev, &reply, next * per, per, now);
                 self.push_event();
                 next += 1;

@@ -184,3 +184,70 @@ pub(crate) fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> monoio::FusionRuntime<
+        monoio::time::TimeDriver<monoio::IoUringDriver>,
+        monoio::time::TimeDriver<monoio::LegacyDriver>,
+    > {
+        monoio::RuntimeBuilder::<monoio::FusionDriver>::new()
+            .enable_timer()
+            .build()
+            .expect("a monoio runtime")
+    }
+
+    #[test]
+    fn timer_never_wakes_early_and_fire_now_wakes() {
+        runtime().block_on(async {
+            let timer = Timer::new().unwrap();
+            for offset_ns in [0, 5_000, 300_000, 2_000_000] {
+                let deadline = mono_ns() + offset_ns;
+                timer.sleep_until(deadline).await.unwrap();
+                assert!(mono_ns() >= deadline);
+            }
+            fire_now(timer.raw_fd());
+            let began = mono_ns();
+            // Fired already: the wait returns without reaching the far deadline.
+            timer.fd.readable().await.unwrap();
+            timer.fd.drain();
+            assert!(mono_ns() - began < 1_000_000_000);
+        });
+    }
+
+    /// Lateness of monoio's wheel vs the timerfd on absolute deadlines 3.3 ms apart.
+    /// `cargo test --release --lib sim::fdwait -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn measure_wake_lateness() {
+        tighten_timer_slack();
+        runtime().block_on(async {
+            let timer = Timer::new().unwrap();
+            let (mut wheel, mut tfd) = (vec![], vec![]);
+            let start = mono_ns() + 1_000_000;
+            for i in 0..300u64 {
+                let deadline = start + i * 3_300_000;
+                if i % 2 == 0 {
+                    let wait = std::time::Duration::from_nanos(deadline.saturating_sub(mono_ns()));
+                    monoio::time::sleep_until(monoio::time::Instant::now() + wait).await;
+                    wheel.push(mono_ns() - deadline);
+                } else {
+                    timer.sleep_until(deadline).await.unwrap();
+                    tfd.push(mono_ns() - deadline);
+                }
+            }
+            for (name, v) in [("monoio sleep_until", &mut wheel), ("timerfd", &mut tfd)] {
+                v.sort_unstable();
+                let at = |p: f64| v[((v.len() - 1) as f64 * p) as usize] as f64 / 1e3;
+                eprintln!(
+                    "{name}: lateness p50 {:.1} µs, p90 {:.1} µs, max {:.1} µs",
+                    at(0.5),
+                    at(0.9),
+                    at(1.0)
+                );
+            }
+        });
+    }
+}

@@ -23,7 +23,15 @@
 //! readiness wait, with the thread's timer slack cut to 1 ns; deadlines under 10 µs away
 //! are met by a short spin. No spinning otherwise, so io_uring can keep its cheaper
 //! `SINGLE_ISSUER | DEFER_TASKRUN` setup (a yield-spin would not reap completions under
-//! `DEFER_TASKRUN`), and waiting costs no CPU. See `fdwait.rs`.
+//! `DEFER_TASKRUN`), and waiting costs no CPU. See `fdwait.rs`. Measured here (2 shared
+//! vCPUs): monoio `sleep_until` on absolute deadlines woke p50 0.8 ms / p90 1.8 ms late; the
+//! timerfd p50 50 µs / p90 61 µs late, the floor of this VM (a 1 ns-slack `nanosleep` is
+//! 45 µs late). Seen by a client with ttft 50 ms, itl 10 ms: TTFT p50 50.15 ms, gap p50
+//! 10.00 ms (p10–p90 9.93–10.08).
+//!
+//! Approximations, said once: `prompt_tokens` is prompt bytes / 4 rounded up (message
+//! `content` strings and content parts' `text`), or the exact count for token-id prompts;
+//! there is no tokenizer. The non-streaming body carries `ringbench_ns` as well.
 
 mod conn;
 mod fdwait;
