@@ -7,6 +7,8 @@
 //! `record` → `collector` → `summary` → `report`. `sim` is the null server the client is
 //! checked against; `clock` is the one time line every stamp lives on.
 
+pub mod catalog;
+pub mod cli;
 pub mod clock;
 pub mod collector;
 pub mod extract;
@@ -19,4 +21,5 @@ pub mod schedule;
 pub mod sim;
 pub mod sse;
 pub mod summary;
+pub mod timer;
 pub mod worker;

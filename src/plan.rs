@@ -144,16 +144,29 @@ pub struct Plan {
 /// Header names whose values must never reach any output.
 pub fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["authorization", "api-key", "api_key", "apikey", "token", "secret", "cookie", "password"]
-        .iter()
-        .any(|s| n.contains(s))
+    [
+        "authorization",
+        "api-key",
+        "api_key",
+        "apikey",
+        "token",
+        "secret",
+        "cookie",
+        "password",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
 }
 
 fn redact_headers<S: serde::Serializer>(h: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(h.len()))?;
     for (k, v) in h {
-        let shown = if is_secret_header(k) { "<redacted>" } else { v.as_str() };
+        let shown = if is_secret_header(k) {
+            "<redacted>"
+        } else {
+            v.as_str()
+        };
         m.serialize_entry(k, shown)?;
     }
     m.end()

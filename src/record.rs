@@ -7,12 +7,13 @@
 use serde::Serialize;
 
 /// How a scheduled request ended. Exactly one per record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Complete response, 2xx, stream ended normally.
     Ok,
     /// Scheduled but never sent (the run stopped first). Not part of `sent`.
+    #[default]
     NotSent,
     /// Sent, then abandoned because the run was stopped (interrupt, end of grace period).
     Cancelled,
@@ -148,12 +149,6 @@ pub struct Record {
     pub events_dropped: u32,
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
-}
-
-impl Default for Outcome {
-    fn default() -> Self {
-        Outcome::NotSent
-    }
 }
 
 impl Record {

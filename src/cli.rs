@@ -1,0 +1,569 @@
+//! Stage 0 of the flow (**cli** → plan → schedule → …): raw flags, as the user typed them,
+//! turned into a validated `Plan`. Every check a flag needs happens here, before anything is
+//! sent; a bad flag yields a `UsageError` that names the flag and the fix (exit code 2).
+//! Flag names follow `vllm bench serve` and AIPerf where the meaning is the same.
+
+use crate::plan::{
+    Arrival, Endpoint, IoDriver, Load, Plan, SimSettings, Slo, SloMetric, Stop, Target,
+    DEFAULT_PERCENTILES,
+};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ringbench",
+    version,
+    about = "Load generator for LLM inference servers that measures its own overhead"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One benchmark. With no --url it starts the built-in simulator and benchmarks it.
+    Run(Box<RunArgs>),
+    /// The null-server simulator, in the foreground until stopped.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    Poisson,
+    Constant,
+    Gamma,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Base URL of the server (http://host:port); none: benchmark the built-in simulator.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[arg(long, value_enum, default_value = "chat")]
+    pub endpoint: Endpoint,
+    /// Model name sent in the body (default: first of GET /v1/models).
+    #[arg(short = 'm', long)]
+    pub model: Option<String>,
+    /// Closed loop: N virtual users.
+    #[arg(long, conflicts_with = "request_rate")]
+    pub concurrency: Option<u32>,
+    /// Open loop: requests per second.
+    #[arg(long)]
+    pub request_rate: Option<f64>,
+    #[arg(long, value_enum, default_value = "poisson", requires = "request_rate")]
+    pub arrival: ArrivalArg,
+    /// Gamma shape for --arrival gamma (1 = Poisson, < 1 burstier).
+    #[arg(long)]
+    pub burstiness: Option<f64>,
+    /// Cap on in-flight requests in open loop.
+    #[arg(long, requires = "request_rate")]
+    pub max_concurrency: Option<u32>,
+    /// Measured requests to send (warm-up comes on top).
+    #[arg(long)]
+    pub request_count: Option<u64>,
+    /// How long to send, like 30s, 2m, 500ms.
+    #[arg(long, value_parser = parse_duration_ns)]
+    pub duration: Option<u64>,
+    #[arg(long, default_value_t = 0)]
+    pub warmup_requests: u64,
+    #[arg(long, value_parser = parse_duration_ns)]
+    pub warmup_duration: Option<u64>,
+    #[arg(long, default_value_t = 128)]
+    pub input_tokens: u32,
+    #[arg(long, default_value_t = 16)]
+    pub output_tokens: u32,
+    /// Per-request SLOs KEY:MS (ttft, tpot, itl, e2e, ntpot), as vLLM's --goodput.
+    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
+    pub goodput: Vec<String>,
+    /// Percentiles every output carries, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub percentiles: Option<Vec<f64>>,
+    /// Non-streaming requests (only E2E-type metrics).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Do not ask for stream_options.include_usage.
+    #[arg(long)]
+    pub no_usage: bool,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// CPUs the workers are pinned to, one worker each (e.g. 0 or 0,1 or 0-3).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub io_driver: IoDriver,
+    #[arg(long, value_parser = parse_duration_ns, default_value = "600s")]
+    pub request_timeout: u64,
+    #[arg(long, value_parser = parse_duration_ns, default_value = "10s")]
+    pub connect_timeout: u64,
+    /// Scheduling-lag p99 above this (ms) marks the run invalid.
+    #[arg(long, default_value_t = 1.0)]
+    pub max_lag: f64,
+    /// Exit 0 even when the client's own overhead made the run invalid.
+    #[arg(long)]
+    pub allow_invalid: bool,
+    /// Write summary.json, requests.jsonl and the exports here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Extra header K:V on every request (repeatable); secret-looking values are never written out.
+    #[arg(long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Built-in simulator (no --url): time to first token, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_ttft_ms: f64,
+    /// Built-in simulator: inter-token delay, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_itl_ms: f64,
+    #[arg(long, default_value_t = 1)]
+    pub sim_tokens_per_chunk: u32,
+    /// Built-in simulator's CPUs (default: the CPUs the workers do not use).
+    #[arg(long)]
+    pub sim_cpus: Option<String>,
+    /// No live progress line on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// 0 picks a free port.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[arg(long)]
+    pub cpus: Option<String>,
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_ms: f64,
+    #[arg(long, default_value_t = 1)]
+    pub tokens_per_chunk: u32,
+    #[arg(long, default_value = "ringbench-sim")]
+    pub model: String,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub io_driver: IoDriver,
+}
+
+/// A flag that cannot be used as given: the message names it and says how to fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// `30s`, `2m`, `500ms`, `1h`, `1.5s`; a bare number is seconds.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (like 30s, 2m, 500ms)"))?;
+    let scale = match unit {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    if !value.is_finite() {
+        return Err(format!("'{s}' is not a finite duration"));
+    }
+    Ok((value * scale).round() as u64)
+}
+
+/// `0`, `0,1`, `0-3`, `0-1,4`.
+pub fn parse_cpus(flag: &str, s: &str) -> Result<Vec<usize>, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "{flag} '{s}': expected CPU numbers like 0 or 0,1 or 0-3"
+        ))
+    };
+    let mut cpus = vec![];
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if cpus.is_empty() {
+        return Err(bad());
+    }
+    let online = online_cpus();
+    if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+        return usage(format!(
+            "{flag}: CPU {c} is not available here (available: {online:?})"
+        ));
+    }
+    Ok(cpus)
+}
+
+/// The CPUs this process may run on.
+pub fn online_cpus() -> Vec<usize> {
+    match core_affinity::get_core_ids() {
+        Some(ids) if !ids.is_empty() => ids.into_iter().map(|c| c.id).collect(),
+        _ => vec![0],
+    }
+}
+
+fn parse_slo(s: &str) -> Result<Slo, UsageError> {
+    let bad = |why: &str| UsageError(format!("--goodput '{s}': {why} (like ttft:500 tpot:50)"));
+    let (k, v) = s.split_once(':').ok_or_else(|| bad("expected KEY:MS"))?;
+    let metric = match k.trim().to_ascii_lowercase().as_str() {
+        "ttft" => SloMetric::Ttft,
+        "tpot" => SloMetric::Tpot,
+        "itl" => SloMetric::Itl,
+        "e2e" | "e2el" => SloMetric::E2e,
+        "ntpot" => SloMetric::Ntpot,
+        _ => return Err(bad("unknown key; use ttft, tpot, itl, e2e or ntpot")),
+    };
+    let max_ms: f64 = v
+        .trim()
+        .trim_end_matches("ms")
+        .parse()
+        .map_err(|_| bad("not a number of ms"))?;
+    if !(max_ms.is_finite() && max_ms > 0.0) {
+        return Err(bad("the bound must be above 0"));
+    }
+    Ok(Slo { metric, max_ms })
+}
+
+fn parse_target(url: &str) -> Result<Target, UsageError> {
+    let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return usage(format!("--url '{url}': needs a scheme, like http://{url}"));
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if authority.contains('@') {
+        return usage("--url: put credentials in --api-key or --header, not in the URL");
+    }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            let port = p
+                .parse()
+                .map_err(|_| UsageError(format!("--url '{url}': bad port '{p}'")))?;
+            (h.trim_matches(|c| c == '[' || c == ']').to_string(), port)
+        }
+        _ => (authority.to_string(), if https { 443 } else { 80 }),
+    };
+    if host.is_empty() {
+        return usage(format!("--url '{url}': no host"));
+    }
+    let base_path = path
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string();
+    Ok(Target {
+        url: url.to_string(),
+        https,
+        host,
+        port,
+        base_path,
+    })
+}
+
+fn parse_header(s: &str) -> Result<(String, String), UsageError> {
+    match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        }
+        _ => usage("--header: expected NAME:VALUE, like --header X-Team:infra"),
+    }
+}
+
+fn load_of(a: &RunArgs) -> Result<Load, UsageError> {
+    if let Some(rate) = a.request_rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return usage(format!("--request-rate {rate}: must be a number above 0"));
+        }
+        let arrival = match (a.arrival, a.burstiness) {
+            (ArrivalArg::Gamma, Some(k)) if k.is_finite() && k > 0.0 => {
+                Arrival::Gamma { burstiness: k }
+            }
+            (ArrivalArg::Gamma, Some(k)) => {
+                return usage(format!("--burstiness {k}: must be above 0 (1 is Poisson)"))
+            }
+            (ArrivalArg::Gamma, None) => {
+                return usage("--arrival gamma needs --burstiness K (1 is Poisson)")
+            }
+            (_, Some(_)) => return usage("--burstiness only applies to --arrival gamma"),
+            (ArrivalArg::Poisson, None) => Arrival::Poisson,
+            (ArrivalArg::Constant, None) => Arrival::Constant,
+        };
+        if a.max_concurrency == Some(0) {
+            return usage("--max-concurrency 0: must be at least 1");
+        }
+        return Ok(Load::Open {
+            request_rate: rate,
+            arrival,
+            max_concurrency: a.max_concurrency,
+        });
+    }
+    match a.concurrency {
+        Some(0) => usage("--concurrency 0: must be at least 1"),
+        Some(c) => Ok(Load::Closed { concurrency: c }),
+        None => Ok(Load::Closed { concurrency: 1 }),
+    }
+}
+
+fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
+    let Some(ps) = &a.percentiles else {
+        return Ok(DEFAULT_PERCENTILES.to_vec());
+    };
+    if let Some(p) = ps
+        .iter()
+        .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
+    {
+        return usage(format!(
+            "--percentiles: {p} is not a percentile (use values in (0, 100], like 50,99,99.9)"
+        ));
+    }
+    Ok(ps.clone())
+}
+
+/// Splits CPUs between client workers and the in-process simulator: different cores where
+/// the machine has them, so the simulator's work never lands on the client's core.
+fn cpus_of(a: &RunArgs) -> Result<(Vec<usize>, Vec<usize>), UsageError> {
+    let online = online_cpus();
+    let client = match &a.cpus {
+        Some(s) => parse_cpus("--cpus", s)?,
+        None => vec![online[0]],
+    };
+    let sim = match &a.sim_cpus {
+        Some(s) => parse_cpus("--sim-cpus", s)?,
+        None => {
+            let rest: Vec<usize> = online
+                .iter()
+                .copied()
+                .filter(|c| !client.contains(c))
+                .collect();
+            if rest.is_empty() {
+                vec![online[online.len() - 1]]
+            } else {
+                vec![rest[0]]
+            }
+        }
+    };
+    Ok((client, sim))
+}
+
+impl RunArgs {
+    pub fn to_plan(&self) -> Result<Plan, UsageError> {
+        let target = self.url.as_deref().map(parse_target).transpose()?;
+        let load = load_of(self)?;
+        if self.request_count == Some(0) {
+            return usage("--request-count 0: must be at least 1");
+        }
+        if self.duration == Some(0) {
+            return usage("--duration 0: must be above 0, like 30s");
+        }
+        let stop = match (self.request_count, self.duration) {
+            (None, None) => Stop {
+                request_count: Some(100),
+                duration_ns: None,
+            },
+            (c, d) => Stop {
+                request_count: c,
+                duration_ns: d,
+            },
+        };
+        if self.output_tokens == 0 {
+            return usage("--output-tokens 0: must be at least 1");
+        }
+        if !(self.max_lag.is_finite() && self.max_lag > 0.0) {
+            return usage("--max-lag: must be a number of ms above 0");
+        }
+        if target.is_none()
+            && (self.sim_ttft_ms < 0.0 || self.sim_itl_ms < 0.0 || self.sim_tokens_per_chunk == 0)
+        {
+            return usage("--sim-ttft-ms/--sim-itl-ms must be ≥ 0 and --sim-tokens-per-chunk ≥ 1");
+        }
+        let (cpus, sim_cpus) = cpus_of(self)?;
+        let sim = target.is_none().then_some(SimSettings {
+            ttft_ms: self.sim_ttft_ms,
+            itl_ms: self.sim_itl_ms,
+            tokens_per_chunk: self.sim_tokens_per_chunk,
+            cpus: sim_cpus,
+        });
+        let goodput = self
+            .goodput
+            .iter()
+            .map(|s| parse_slo(s))
+            .collect::<Result<_, _>>()?;
+        let headers = self
+            .headers
+            .iter()
+            .map(|s| parse_header(s))
+            .collect::<Result<_, _>>()?;
+        if self.request_timeout == 0 || self.connect_timeout == 0 {
+            return usage("--request-timeout/--connect-timeout must be above 0");
+        }
+        Ok(Plan {
+            target,
+            sim,
+            endpoint: self.endpoint,
+            model: self.model.clone(),
+            load,
+            stop,
+            warmup_requests: self.warmup_requests,
+            warmup_duration_ns: self.warmup_duration.unwrap_or(0),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            stream: !self.no_stream,
+            include_usage: !self.no_usage,
+            seed: self.seed,
+            cpus,
+            io_driver: self.io_driver,
+            request_timeout_ns: self.request_timeout,
+            connect_timeout_ns: self.connect_timeout,
+            headers,
+            api_key: self.api_key.clone().filter(|k| !k.is_empty()),
+            percentiles: percentiles_of(self)?,
+            goodput,
+            max_lag_ms: self.max_lag,
+            out_dir: self.out.clone(),
+            progress: !self.quiet,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str]) -> Result<Plan, String> {
+        let mut argv = vec!["ringbench", "run"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        run.to_plan().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn open_loop_flags_resolve() {
+        let p = plan(&[
+            "--url",
+            "http://127.0.0.1:8000",
+            "--request-rate",
+            "1000",
+            "--duration",
+            "5s",
+            "--output-tokens",
+            "16",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.load,
+            Load::Open {
+                request_rate: 1000.0,
+                arrival: Arrival::Poisson,
+                max_concurrency: None
+            }
+        );
+        assert_eq!(
+            p.stop,
+            Stop {
+                request_count: None,
+                duration_ns: Some(5_000_000_000)
+            }
+        );
+        let t = p.target.unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.https),
+            ("127.0.0.1", 8000, false)
+        );
+        assert!(p.sim.is_none());
+    }
+
+    #[test]
+    fn gamma_needs_burstiness_and_defaults_are_closed_loop() {
+        let p = plan(&[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "gamma",
+            "--burstiness",
+            "0.5",
+        ])
+        .unwrap();
+        assert!(
+            matches!(p.load, Load::Open { arrival: Arrival::Gamma { burstiness } , .. } if burstiness == 0.5)
+        );
+        assert!(plan(&["--request-rate", "10", "--arrival", "gamma"])
+            .unwrap_err()
+            .contains("--burstiness"));
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.load, Load::Closed { concurrency: 1 });
+        assert_eq!(p.stop.request_count, Some(100));
+        assert!(p.sim.is_some());
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag_and_the_fix() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--url", "127.0.0.1:8000"], "needs a scheme"),
+            (&["--request-rate", "0"], "--request-rate"),
+            (&["--request-rate", "NaN"], "--request-rate"),
+            (&["--percentiles", "50,101"], "--percentiles"),
+            (&["--goodput", "ttft=5"], "--goodput"),
+            (&["--goodput", "foo:5"], "unknown key"),
+            (&["--duration", "5 parsecs"], "unknown unit"),
+            (&["--cpus", "9999"], "--cpus"),
+            (&["--concurrency", "0"], "--concurrency"),
+            (&["--header", "novalue"], "--header"),
+        ];
+        for (args, want) in cases {
+            let err = plan(args).unwrap_err();
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+        assert!(plan(&["--concurrency", "4", "--request-rate", "5"]).is_err());
+    }
+
+    #[test]
+    fn durations_and_cpu_lists_parse() {
+        assert_eq!(parse_duration_ns("30s"), Ok(30_000_000_000));
+        assert_eq!(parse_duration_ns("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_duration_ns("500ms"), Ok(500_000_000));
+        assert_eq!(parse_duration_ns("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_cpus("--cpus", "0").unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn slos_parse_like_vllm() {
+        let p = plan(&["--goodput", "ttft:500", "tpot:50"]).unwrap();
+        assert_eq!(
+            p.goodput,
+            vec![
+                Slo {
+                    metric: SloMetric::Ttft,
+                    max_ms: 500.0
+                },
+                Slo {
+                    metric: SloMetric::Tpot,
+                    max_ms: 50.0
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,497 @@
+//! A lane is one request task with its own keep-alive connection, read buffer and response
+//! parser, reused request after request: the open loop dispatches arrivals to idle lanes and
+//! opens a new lane only when none is idle (so steady state allocates nothing), a closed-loop
+//! virtual user is a lane that feeds itself. The exchange stamps every step on the run clock
+//! and turns whatever happens into exactly one `Record`.
+
+use super::Ctx;
+use crate::extract::EventInfo;
+use crate::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
+use crate::record::{EventStamp, OslSource, Outcome, Record};
+use bytes::Bytes;
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+/// Read buffer per connection: a coalesced response of a few hundred events fits one read.
+const READ_BUF_BYTES: usize = 64 * 1024;
+/// Events kept per record; more are counted in `events_dropped`, never silently lost.
+const MAX_EVENTS_PER_RECORD: usize = 1 << 16;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    pub id: u64,
+    pub intended_ns: u64,
+}
+
+/// One lane's mailbox: the pacer puts a job in and wakes the lane's task.
+#[derive(Default)]
+pub struct Lane {
+    job: Cell<Option<Job>>,
+    closed: Cell<bool>,
+    waker: Cell<Option<Waker>>,
+}
+
+impl Lane {
+    pub fn dispatch(&self, job: Job) {
+        self.job.set(Some(job));
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+
+    fn close(&self) {
+        self.closed.set(true);
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+
+    async fn next_job(&self) -> Option<Job> {
+        poll_fn(|cx| {
+            if let Some(job) = self.job.take() {
+                return Poll::Ready(Some(job));
+            }
+            if self.closed.get() {
+                return Poll::Ready(None);
+            }
+            self.waker.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// The open loop's lanes: idle ones on a stack, at most `cap` in all.
+pub struct Lanes {
+    ctx: Rc<Ctx>,
+    cap: usize,
+    state: Rc<LanesState>,
+    tasks: RefCell<Vec<monoio::task::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct LanesState {
+    idle: RefCell<Vec<Rc<Lane>>>,
+    all: RefCell<Vec<Rc<Lane>>>,
+    busy: Cell<usize>,
+    /// The pacer, waiting for a lane to come back (at the cap, or draining).
+    waiter: Cell<Option<Waker>>,
+}
+
+impl LanesState {
+    fn release(&self, lane: Rc<Lane>) {
+        self.idle.borrow_mut().push(lane);
+        self.busy.set(self.busy.get() - 1);
+        if let Some(w) = self.waiter.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Lanes {
+    pub fn new(ctx: Rc<Ctx>, cap: usize) -> Self {
+        Lanes {
+            ctx,
+            cap,
+            state: Rc::new(LanesState::default()),
+            tasks: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// An idle lane, a new one below the cap, or the first one to come back.
+    pub async fn acquire(&self) -> Rc<Lane> {
+        loop {
+            if let Some(lane) = self.state.idle.borrow_mut().pop() {
+                self.state.busy.set(self.state.busy.get() + 1);
+                return lane;
+            }
+            if self.state.all.borrow().len() < self.cap {
+                self.state.busy.set(self.state.busy.get() + 1);
+                return self.open_lane();
+            }
+            self.wait_for_release().await;
+        }
+    }
+
+    fn open_lane(&self) -> Rc<Lane> {
+        let lane = Rc::new(Lane::default());
+        self.state.all.borrow_mut().push(lane.clone());
+        let task = lane_task(self.ctx.clone(), lane.clone(), self.state.clone());
+        self.tasks.borrow_mut().push(monoio::spawn(task));
+        lane
+    }
+
+    async fn wait_for_release(&self) {
+        let before = self.state.idle.borrow().len();
+        poll_fn(|cx| {
+            if self.state.idle.borrow().len() > before || self.state.busy.get() == 0 {
+                return Poll::Ready(());
+            }
+            self.state.waiter.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Waits for every in-flight request, then closes all lanes and their connections.
+    pub async fn drain(self) {
+        while self.state.busy.get() > 0 {
+            self.wait_for_release().await;
+        }
+        for lane in self.state.all.borrow().iter() {
+            lane.close();
+        }
+        for t in self.tasks.take() {
+            t.await;
+        }
+    }
+}
+
+async fn lane_task(ctx: Rc<Ctx>, lane: Rc<Lane>, state: Rc<LanesState>) {
+    let mut conn = Conn::new();
+    while let Some(job) = lane.next_job().await {
+        let rec = conn.exchange(&ctx, job).await;
+        ctx.emit(rec);
+        state.release(lane.clone());
+    }
+}
+
+/// A closed-loop virtual user: claims the next id, sends, waits for the whole response,
+/// and goes again until the request count or the duration is reached.
+pub async fn virtual_user(ctx: Rc<Ctx>) {
+    let s = &ctx.setup;
+    let total = s
+        .plan
+        .stop
+        .request_count
+        .map(|c| c + s.plan.warmup_requests);
+    let end_ns = s
+        .plan
+        .stop
+        .duration_ns
+        .map(|d| s.start_ns + s.plan.warmup_duration_ns + d);
+    let mut conn = Conn::new();
+    loop {
+        let now = s.clock.now_ns();
+        if s.shared.stop.load(Ordering::Relaxed) || end_ns.is_some_and(|e| now >= e) {
+            break;
+        }
+        let id = s.shared.claimed.fetch_add(1, Ordering::Relaxed);
+        if total.is_some_and(|t| id >= t) {
+            break;
+        }
+        let rec = conn
+            .exchange(
+                &ctx,
+                Job {
+                    id,
+                    intended_ns: now,
+                },
+            )
+            .await;
+        ctx.emit(rec);
+    }
+}
+
+/// How one attempt on a connection ended.
+enum Attempt {
+    Finished(Outcome),
+    /// A reused keep-alive connection turned out closed before any response byte: the server
+    /// closed it while idle. Reopen and send again; not a failure of this request.
+    Stale,
+}
+
+/// A lane's connection state, reused across requests.
+struct Conn {
+    stream: Option<TcpStream>,
+    parser: ResponseParser,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn new() -> Self {
+        Conn {
+            stream: None,
+            parser: ResponseParser::new(Limits::default()),
+            buf: Vec::with_capacity(READ_BUF_BYTES),
+        }
+    }
+
+    async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
+        let s = &ctx.setup;
+        let entry = s.catalog.get(job.id);
+        let mut rec = Record {
+            id: job.id,
+            worker: s.index as u16,
+            warmup: ctx.is_warmup(job.id, job.intended_ns),
+            intended_ns: job.intended_ns,
+            input_tokens: entry.input_tokens,
+            events: ctx.event_vec(),
+            ..Default::default()
+        };
+        ctx.counters.borrow_mut().requests += 1;
+        let limit = Duration::from_nanos(s.plan.request_timeout_ns);
+        let bytes = entry.bytes.clone();
+        rec.outcome = match monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                self.stream = None;
+                Outcome::Timeout
+            }
+        };
+        if rec.outcome != Outcome::Ok {
+            rec.done_ns.get_or_insert(s.clock.now_ns());
+        }
+        resolve_osl(&mut rec);
+        rec
+    }
+
+    /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
+    /// connection when the kept one was found closed.
+    async fn send(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record) -> Outcome {
+        for attempt in 0..2 {
+            let reused = self.stream.is_some();
+            if !reused {
+                if let Err(outcome) = self.connect(ctx, attempt > 0).await {
+                    return outcome;
+                }
+            }
+            clear_response(rec);
+            match self.attempt(ctx, bytes.clone(), rec, attempt == 0).await {
+                Attempt::Finished(outcome) => return outcome,
+                Attempt::Stale if reused => self.stream = None,
+                Attempt::Stale => return Outcome::ResetBeforeHead,
+            }
+        }
+        Outcome::ResetBeforeHead
+    }
+
+    async fn connect(&mut self, ctx: &Ctx, reconnect: bool) -> Result<(), Outcome> {
+        let s = &ctx.setup;
+        let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
+        let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
+        };
+        let _ = stream.set_nodelay(true);
+        let mut c = ctx.counters.borrow_mut();
+        c.connections_opened += 1;
+        c.reconnects += u64::from(reconnect);
+        self.stream = Some(stream);
+        Ok(())
+    }
+
+    async fn attempt(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record, first: bool) -> Attempt {
+        let s = &ctx.setup;
+        let mut stream = self.stream.take().expect("connected before the attempt");
+        self.parser.reset();
+        rec.sent_ns = Some(s.clock.now_ns());
+        if first {
+            s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
+        }
+        let (res, _) = stream.write_all(bytes).await;
+        if res.is_err() {
+            return Attempt::Stale;
+        }
+        let mut got_bytes = false;
+        let mut stream_state = StreamState::default();
+        loop {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.clear();
+            let (res, buf) = stream.read(buf).await;
+            self.buf = buf;
+            let at_ns = s.clock.now_ns();
+            let n = match res {
+                Ok(n) => n,
+                Err(_) if !got_bytes => return Attempt::Stale,
+                Err(_) => return Attempt::Finished(io_outcome(&self.parser)),
+            };
+            let mut sink = RecordSink::new(rec, &mut stream_state, at_ns, s);
+            let step = if n == 0 {
+                if !got_bytes {
+                    return Attempt::Stale;
+                }
+                self.parser.eof(&mut sink)
+            } else {
+                got_bytes = true;
+                count_read(ctx, sink.rec, n);
+                self.parser.feed(&self.buf[..n], &mut sink)
+            };
+            let events = sink.events;
+            ctx.counters.borrow_mut().events += events;
+            match step {
+                Ok(Progress::NeedMore) => continue,
+                Ok(Progress::Done { keep_alive }) => {
+                    if keep_alive && n > 0 {
+                        self.stream = Some(stream);
+                    }
+                    rec.done_ns = Some(at_ns);
+                    return Attempt::Finished(final_outcome(rec, stream_state.error_event));
+                }
+                Err(e) => return Attempt::Finished(parse_outcome(e)),
+            }
+        }
+    }
+}
+
+fn count_read(ctx: &Ctx, rec: &mut Record, n: usize) {
+    rec.reads += 1;
+    rec.bytes += n as u64;
+    let mut c = ctx.counters.borrow_mut();
+    c.reads += 1;
+    c.bytes += n as u64;
+}
+
+fn io_outcome(parser: &ResponseParser) -> Outcome {
+    if parser.head_seen() {
+        Outcome::ResetMidStream
+    } else {
+        Outcome::ResetBeforeHead
+    }
+}
+
+fn parse_outcome(e: ResponseError) -> Outcome {
+    e.outcome()
+}
+
+/// Forgets what a stale attempt left in the record before the request is sent again.
+fn clear_response(rec: &mut Record) {
+    rec.status = 0;
+    rec.head_ns = None;
+    rec.first_token_ns = None;
+    rec.first_output_ns = None;
+    rec.last_token_ns = None;
+    rec.done_ns = None;
+    rec.usage_prompt_tokens = None;
+    rec.usage_completion_tokens = None;
+    rec.cached_tokens = None;
+    rec.events.clear();
+    rec.events_dropped = 0;
+}
+
+/// The outcome of a response that ended cleanly by its framing.
+fn final_outcome(rec: &Record, error_event: bool) -> Outcome {
+    if !(200..300).contains(&rec.status) {
+        Outcome::HttpStatus
+    } else if error_event {
+        Outcome::ErrorEvent
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// OSL: the server's `usage.completion_tokens` when reported, else the tokens counted on
+/// events (metrics.md); the source is recorded.
+fn resolve_osl(rec: &mut Record) {
+    if let Some(n) = rec.usage_completion_tokens {
+        rec.output_tokens = n;
+        rec.output_source = OslSource::Usage;
+    } else {
+        rec.output_tokens = rec.events.iter().map(|e| e.tokens).sum();
+        rec.output_source = OslSource::Events;
+    }
+}
+
+/// Turns parser callbacks into stamps on the record. Every event completed by one read gets
+/// that read's stamp.
+/// What must survive from one read's events to the next within a response.
+#[derive(Default)]
+struct StreamState {
+    error_event: bool,
+    /// Output tokens counted so far (to turn cumulative usage into per-event counts).
+    tokens: u32,
+}
+
+struct RecordSink<'a> {
+    rec: &'a mut Record,
+    state: &'a mut StreamState,
+    at_ns: u64,
+    origin_mono_ns: u64,
+    streaming: bool,
+    events: u64,
+}
+
+impl<'a> RecordSink<'a> {
+    fn new(
+        rec: &'a mut Record,
+        state: &'a mut StreamState,
+        at_ns: u64,
+        s: &super::WorkerSetup,
+    ) -> Self {
+        RecordSink {
+            rec,
+            state,
+            at_ns,
+            origin_mono_ns: s.clock.origin_mono_ns(),
+            streaming: s.plan.stream,
+            events: 0,
+        }
+    }
+
+    /// Tokens carried: exact when the server streams cumulative usage on every chunk
+    /// (vLLM `continuous_usage_stats`), else one per token-bearing event.
+    fn tokens_of(&self, ev: &EventInfo) -> u32 {
+        if !ev.carries_token() {
+            return 0;
+        }
+        match ev.usage.and_then(|u| u.completion_tokens) {
+            Some(cumulative) => cumulative.saturating_sub(self.state.tokens).max(1),
+            None => 1,
+        }
+    }
+
+    fn stamp_tokens(&mut self, ev: &EventInfo) {
+        let at = self.at_ns;
+        if ev.carries_token() && self.streaming {
+            self.rec.first_token_ns.get_or_insert(at);
+            self.rec.last_token_ns = Some(at);
+        }
+        if ev.content_bytes > 0 && self.streaming {
+            self.rec.first_output_ns.get_or_insert(at);
+        }
+    }
+}
+
+impl ResponseSink for RecordSink<'_> {
+    fn head(&mut self, status: u16, _streaming: bool) {
+        self.rec.status = status;
+        self.rec.head_ns = Some(self.at_ns);
+    }
+
+    fn event(&mut self, ev: &EventInfo) {
+        self.events += 1;
+        self.state.error_event |= ev.error;
+        let tokens = if self.streaming {
+            self.tokens_of(ev)
+        } else {
+            0
+        };
+        self.state.tokens += tokens;
+        self.stamp_tokens(ev);
+        if let Some(u) = ev.usage {
+            self.rec.usage_prompt_tokens = u.prompt_tokens.or(self.rec.usage_prompt_tokens);
+            self.rec.usage_completion_tokens =
+                u.completion_tokens.or(self.rec.usage_completion_tokens);
+            self.rec.cached_tokens = u.cached_tokens.or(self.rec.cached_tokens);
+        }
+        if self.rec.events.len() >= MAX_EVENTS_PER_RECORD {
+            self.rec.events_dropped += 1;
+            return;
+        }
+        self.rec.events.push(EventStamp {
+            at_ns: self.at_ns,
+            server_ns: ev
+                .server_mono_ns
+                .map(|m| m.saturating_sub(self.origin_mono_ns)),
+            tokens,
+            reasoning: ev.reasoning_bytes > 0,
+            output: ev.content_bytes > 0,
+        });
+    }
+}

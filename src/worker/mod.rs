@@ -1,0 +1,300 @@
+//! Stage 2 of the flow (schedule → **worker** → http → sse → extract → record → collector →
+//! report): one OS thread per CPU, pinned, each with its own monoio runtime, its share of the
+//! schedule, its own connections and buffers. Nothing is shared between workers on the hot
+//! path except a few relaxed atomics (stop flag, closed-loop claims, live counters); records
+//! leave over a bounded channel. Workers never compute percentiles and never print.
+
+mod lane;
+mod pacer;
+mod runtime;
+
+pub use runtime::{block_on as block_on_driver, uring_available, DriverUsed};
+
+use crate::catalog::Catalog;
+use crate::clock::RunClock;
+use crate::collector::WorkerStats;
+use crate::plan::{Load, Plan};
+use crate::record::{EventStamp, Record};
+use crate::schedule::Schedule;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use lane::{Job, Lanes};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Records a worker may hold back when the collector's channel is full before it blocks.
+const OVERFLOW_BOUND: usize = 1 << 16;
+/// Event vectors kept ready per worker, so the first requests do not allocate.
+const PREALLOCATED_EVENT_VECS: usize = 256;
+
+/// State shared by all workers of a run: only atomics, touched a few times per request.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Set to stop scheduling (interrupt): arrivals not yet sent end as `NotSent`.
+    pub stop: AtomicBool,
+    /// Closed loop: the next request id to claim.
+    pub claimed: AtomicU64,
+    /// Requests handed to the kernel, per worker (the progress line reads them).
+    pub sent: Vec<PaddedCounter>,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct PaddedCounter(pub AtomicU64);
+
+impl Shared {
+    pub fn new(workers: usize) -> Self {
+        Shared {
+            stop: AtomicBool::new(false),
+            claimed: AtomicU64::new(0),
+            sent: (0..workers).map(|_| PaddedCounter::default()).collect(),
+        }
+    }
+
+    pub fn total_sent(&self) -> u64 {
+        self.sent.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Everything one worker needs, moved into its thread.
+pub struct WorkerSetup {
+    pub index: usize,
+    pub workers: usize,
+    pub cpu: usize,
+    pub plan: Arc<Plan>,
+    pub addr: SocketAddr,
+    /// The worker's own copy: cloning `Bytes` then never touches another core's cache line.
+    pub catalog: Catalog,
+    pub clock: RunClock,
+    /// Run-clock time at which the schedule starts.
+    pub start_ns: u64,
+    /// Open loop: the whole global schedule (this worker keeps its share). Built once, before
+    /// the clock starts, because building it walks every arrival.
+    pub schedule: Option<Schedule>,
+    pub records: Sender<Record>,
+    pub recycled: Receiver<Vec<EventStamp>>,
+    pub shared: Arc<Shared>,
+}
+
+/// What a worker thread returns.
+pub struct WorkerEnd {
+    pub stats: WorkerStats,
+    pub driver: DriverUsed,
+    /// What this worker could not do as asked (pinning, precise timer).
+    pub warnings: Vec<String>,
+}
+
+/// Starts the worker thread. It pins itself, builds its runtime, runs its share, and returns
+/// its statistics when every one of its requests has a record.
+pub fn spawn(setup: WorkerSetup) -> std::io::Result<std::thread::JoinHandle<WorkerEnd>> {
+    std::thread::Builder::new()
+        .name(format!("ringbench-w{}", setup.index))
+        .spawn(move || {
+            let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: setup.cpu });
+            let plan_driver = setup.plan.io_driver;
+            let (driver, (stats, warnings)) =
+                runtime::block_on(plan_driver, || worker_main(setup, pinned));
+            WorkerEnd {
+                stats,
+                driver,
+                warnings,
+            }
+        })
+}
+
+/// The per-worker context, shared by its tasks on one thread (`Rc`, no locks).
+pub(crate) struct Ctx {
+    pub setup: WorkerSetup,
+    pub pacer: pacer::Pacer,
+    pub counters: RefCell<Counters>,
+    outbox: RefCell<VecDeque<Record>>,
+    free_events: RefCell<Vec<Vec<EventStamp>>>,
+}
+
+/// Per-worker tallies, folded into `WorkerStats` at the end.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub reads: u64,
+    pub events: u64,
+    pub bytes: u64,
+    pub requests: u64,
+    pub connections_opened: u64,
+    pub reconnects: u64,
+    pub channel_full: u64,
+    pub event_vecs_allocated: u64,
+}
+
+impl Ctx {
+    /// Hands a finished record to the collector; never drops it. A full channel is counted
+    /// and the record waits in a bounded outbox.
+    pub fn emit(&self, rec: Record) {
+        let mut outbox = self.outbox.borrow_mut();
+        while let Some(r) = outbox.pop_front() {
+            if let Err(TrySendError::Full(r)) = self.setup.records.try_send(r) {
+                outbox.push_front(r);
+                break;
+            }
+        }
+        if !outbox.is_empty() {
+            self.counters.borrow_mut().channel_full += 1;
+            outbox.push_back(rec);
+        } else if let Err(TrySendError::Full(r)) = self.setup.records.try_send(rec) {
+            self.counters.borrow_mut().channel_full += 1;
+            outbox.push_back(r);
+        }
+        if outbox.len() >= OVERFLOW_BOUND {
+            // The collector is far behind: block rather than grow without bound (counted above).
+            for r in outbox.drain(..) {
+                let _ = self.setup.records.send(r);
+            }
+        }
+    }
+
+    fn flush_outbox(&self) {
+        for r in self.outbox.borrow_mut().drain(..) {
+            let _ = self.setup.records.send(r);
+        }
+    }
+
+    /// An empty event vector: recycled from the collector when possible.
+    pub fn event_vec(&self) -> Vec<EventStamp> {
+        if let Some(v) = self.free_events.borrow_mut().pop() {
+            return v;
+        }
+        if let Ok(mut v) = self.setup.recycled.try_recv() {
+            v.clear();
+            return v;
+        }
+        self.counters.borrow_mut().event_vecs_allocated += 1;
+        Vec::with_capacity(self.setup.plan.output_tokens as usize + 4)
+    }
+
+    pub fn is_warmup(&self, id: u64, intended_ns: u64) -> bool {
+        let plan = &self.setup.plan;
+        id < plan.warmup_requests
+            || intended_ns.saturating_sub(self.setup.start_ns) < plan.warmup_duration_ns
+    }
+
+    /// A record for an arrival that will never be sent (the run was stopped).
+    pub fn not_sent(&self, id: u64, intended_ns: u64) -> Record {
+        Record {
+            id,
+            worker: self.setup.index as u16,
+            warmup: self.is_warmup(id, intended_ns),
+            intended_ns,
+            input_tokens: self.setup.catalog.get(id).input_tokens,
+            ..Default::default()
+        }
+    }
+}
+
+async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<String>) {
+    let cpu_start_ns = crate::clock::thread_cpu_ns();
+    let wall_start_ns = setup.clock.now_ns();
+    let free = (0..PREALLOCATED_EVENT_VECS)
+        .map(|_| Vec::with_capacity(setup.plan.output_tokens as usize + 4))
+        .collect();
+    let ctx = Rc::new(Ctx {
+        pacer: pacer::Pacer::new(setup.clock),
+        setup,
+        counters: RefCell::new(Counters::default()),
+        outbox: RefCell::new(VecDeque::new()),
+        free_events: RefCell::new(free),
+    });
+    let probe = pacer::LoopLagProbe::start(ctx.clone());
+    match ctx.setup.plan.load.clone() {
+        Load::Open {
+            max_concurrency, ..
+        } => open_loop(&ctx, lane_cap(&ctx, max_concurrency)).await,
+        Load::Closed { concurrency } => closed_loop(&ctx, concurrency).await,
+    }
+    ctx.flush_outbox();
+    let loop_lag = probe.stop().await;
+    let c = ctx.counters.borrow();
+    let s = &ctx.setup;
+    let mut warnings = vec![];
+    if !ctx.pacer.is_precise() {
+        warnings.push(format!(
+            "worker {}: no timerfd, pacing on the 1 ms timer wheel",
+            s.index
+        ));
+    }
+    if !pinned {
+        warnings.push(format!(
+            "worker {} could not be pinned to CPU {}",
+            s.index, s.cpu
+        ));
+    }
+    let stats = WorkerStats {
+        worker: s.index as u16,
+        cpu: s.cpu,
+        cpu_ns: crate::clock::thread_cpu_ns() - cpu_start_ns,
+        wall_ns: s.clock.now_ns() - wall_start_ns,
+        loop_lag,
+        reads: c.reads,
+        events: c.events,
+        bytes: c.bytes,
+        requests: c.requests,
+        connections_opened: c.connections_opened,
+        reconnects: c.reconnects,
+        channel_full: c.channel_full,
+    };
+    (stats, warnings)
+}
+
+/// This worker's share of `--max-concurrency`: arrivals are dealt round-robin, so an even
+/// split of the cap holds the global cap exactly while no worker waits on another.
+fn lane_cap(ctx: &Ctx, max_concurrency: Option<u32>) -> usize {
+    let Some(cap) = max_concurrency else {
+        return usize::MAX;
+    };
+    let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
+    (cap / n + u32::from(k < cap % n)).max(1) as usize
+}
+
+fn open_schedule(ctx: &Ctx) -> impl Iterator<Item = (u64, u64)> {
+    let s = &ctx.setup;
+    let schedule = s.schedule.clone().expect("open loop has a schedule");
+    schedule.dealt(s.index, s.workers)
+}
+
+/// Open loop: every arrival is sent at its time on an idle lane (a new one if none is idle);
+/// at the concurrency cap it waits for a lane and keeps its intended time, so the wait shows
+/// in the from-intent latencies and the scheduling lag.
+async fn open_loop(ctx: &Rc<Ctx>, cap: usize) {
+    let lanes = Lanes::new(ctx.clone(), cap);
+    let mut arrivals = open_schedule(ctx);
+    for (id, at_ns) in arrivals.by_ref() {
+        let intended_ns = ctx.setup.start_ns + at_ns;
+        ctx.pacer.until(intended_ns).await;
+        if ctx.setup.shared.stop.load(Ordering::Relaxed) {
+            ctx.emit(ctx.not_sent(id, intended_ns));
+            break;
+        }
+        let lane = lanes.acquire().await;
+        lane.dispatch(Job { id, intended_ns });
+    }
+    for (id, at_ns) in arrivals {
+        ctx.emit(ctx.not_sent(id, ctx.setup.start_ns + at_ns));
+    }
+    lanes.drain().await;
+}
+
+/// Closed loop: this worker's share of the virtual users, each sending its next request
+/// when the previous one ended. Ids are claimed from one counter so `--request-count` is
+/// exact across workers.
+async fn closed_loop(ctx: &Rc<Ctx>, concurrency: u32) {
+    let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
+    let users = concurrency / n + u32::from(k < concurrency % n);
+    ctx.pacer.until(ctx.setup.start_ns).await;
+    let mut tasks = Vec::with_capacity(users as usize);
+    for _ in 0..users {
+        tasks.push(monoio::spawn(lane::virtual_user(ctx.clone())));
+    }
+    for t in tasks {
+        t.await;
+    }
+}

@@ -1,0 +1,355 @@
+//! End to end: the client against the built-in simulator on 127.0.0.1:0, through the library
+//! (`run::run`) and through the binary. Every run is bounded in count and time and stops by
+//! itself. Runs are serialized (one lock): they share two cores, and the timing assertions
+//! must not measure another test's load.
+
+use ringbench::plan::{Arrival, IoDriver, Load, Plan, Slo, SloMetric, Stop};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Client on the first CPU, simulator on the last (the same one on a 1-CPU machine).
+fn sim_plan() -> Plan {
+    let cpus = ringbench::cli::online_cpus();
+    let mut p = Plan::defaults();
+    p.progress = false;
+    p.cpus = vec![cpus[0]];
+    p.sim.as_mut().unwrap().cpus = vec![cpus[cpus.len() - 1]];
+    p
+}
+
+fn run(p: &Plan) -> Value {
+    let summary = ringbench::run::run(p, |_, _| {}).expect("the run completes");
+    serde_json::to_value(&summary).expect("the summary serializes")
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("{path} is not an integer: {cur}"))
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
+}
+
+fn assert_counts_add_up(s: &Value) {
+    let sent = u(s, "counts.sent");
+    assert_eq!(
+        u(s, "counts.scheduled"),
+        sent + u(s, "counts.not_sent"),
+        "{}",
+        s["counts"]
+    );
+    assert_eq!(
+        sent,
+        u(s, "counts.ok") + u(s, "counts.failed") + u(s, "counts.cancelled"),
+        "{}",
+        s["counts"]
+    );
+}
+
+#[test]
+fn closed_loop_fault_free_run_has_every_request_ok() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.load = Load::Closed { concurrency: 8 };
+    p.stop = Stop {
+        request_count: Some(400),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.scheduled"), 400);
+    assert_eq!(u(&s, "counts.ok"), 400);
+    assert_eq!(u(&s, "counts.failed"), 0);
+    assert_eq!(u(&s, "latency_ms.ttft.count"), 400);
+    assert_eq!(u(&s, "tokens.output_total"), 400 * 16);
+    assert_eq!(u(&s, "tokens.output_source.usage"), 400);
+    // 15 gaps between 16 token events per request.
+    assert_eq!(u(&s, "latency_ms.itl.count"), 400 * 15);
+    assert!(f(&s, "throughput.requests_per_s") > 0.0);
+    assert!(
+        f(&s, "overhead.delivery_delay_ms.p50") >= 0.0,
+        "the simulator stamps every event"
+    );
+}
+
+#[test]
+fn open_loop_sends_the_whole_schedule_at_the_target_rate() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.load = Load::Open {
+        request_rate: 400.0,
+        arrival: Arrival::Poisson,
+        max_concurrency: None,
+    };
+    p.stop = Stop {
+        request_count: None,
+        duration_ns: Some(2_000_000_000),
+    };
+    let s = run(&p);
+    assert_counts_add_up(&s);
+    let scheduled = u(&s, "counts.scheduled");
+    assert!(
+        (700..=900).contains(&scheduled),
+        "2 s at 400/s: {scheduled}"
+    );
+    assert_eq!(u(&s, "counts.ok"), scheduled);
+    let achieved = f(&s, "achieved.request_rate");
+    assert!(
+        (achieved / 400.0 - 1.0).abs() < 0.10,
+        "achieved {achieved}/s"
+    );
+}
+
+#[test]
+fn simulated_delays_are_measured_within_bounds() {
+    let _g = lock();
+    let mut p = sim_plan();
+    let sim = p.sim.as_mut().unwrap();
+    sim.ttft_ms = 50.0;
+    sim.itl_ms = 10.0;
+    p.output_tokens = 20;
+    p.load = Load::Closed { concurrency: 4 };
+    p.stop = Stop {
+        request_count: Some(40),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 40);
+    let ttft = f(&s, "latency_ms.ttft.p50");
+    let tpot = f(&s, "latency_ms.tpot.p50");
+    let e2e = f(&s, "latency_ms.e2e.p50");
+    assert!((50.0..=52.0).contains(&ttft), "TTFT p50 {ttft} ms");
+    assert!((10.0..=10.5).contains(&tpot), "TPOT p50 {tpot} ms");
+    // 50 ms + 19 gaps of 10 ms = 240 ms.
+    assert!((239.0..=246.0).contains(&e2e), "E2E p50 {e2e} ms");
+    let itl = f(&s, "latency_ms.itl.p50");
+    assert!((9.5..=10.5).contains(&itl), "ITL p50 {itl} ms");
+}
+
+#[test]
+fn goodput_counts_only_requests_within_every_slo() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.sim.as_mut().unwrap().ttft_ms = 20.0;
+    p.load = Load::Closed { concurrency: 4 };
+    p.stop = Stop {
+        request_count: Some(40),
+        duration_ns: None,
+    };
+    p.goodput = vec![Slo {
+        metric: SloMetric::Ttft,
+        max_ms: 5.0,
+    }];
+    let strict = run(&p);
+    assert_eq!(f(&strict, "throughput.good_fraction"), 0.0);
+    assert_eq!(f(&strict, "throughput.goodput_requests_per_s"), 0.0);
+    p.goodput = vec![Slo {
+        metric: SloMetric::Ttft,
+        max_ms: 500.0,
+    }];
+    let loose = run(&p);
+    assert_eq!(f(&loose, "throughput.good_fraction"), 1.0);
+}
+
+#[test]
+fn warmup_requests_are_excluded_and_counted() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.load = Load::Closed { concurrency: 2 };
+    p.warmup_requests = 10;
+    p.stop = Stop {
+        request_count: Some(50),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.warmup"), 10);
+    assert_eq!(u(&s, "latency_ms.ttft.count"), 50);
+}
+
+#[test]
+fn epoll_driver_runs_and_says_so() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.io_driver = IoDriver::Epoll;
+    p.load = Load::Closed { concurrency: 4 };
+    p.stop = Stop {
+        request_count: Some(100),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 100);
+    assert_eq!(s["overhead"]["io_driver"], "epoll");
+}
+
+#[test]
+fn io_uring_driver_is_used_where_the_kernel_allows_it() {
+    if !ringbench::worker::uring_available() {
+        eprintln!("SKIPPED: io_uring with SINGLE_ISSUER|DEFER_TASKRUN is refused by this kernel");
+        return;
+    }
+    let _g = lock();
+    let mut p = sim_plan();
+    p.io_driver = IoDriver::Uring;
+    p.stop = Stop {
+        request_count: Some(50),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 50);
+    assert_eq!(s["overhead"]["io_driver"], "io_uring");
+}
+
+#[test]
+fn non_streaming_requests_have_only_end_to_end_latency() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.stream = false;
+    p.stop = Stop {
+        request_count: Some(30),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 30);
+    assert_eq!(u(&s, "latency_ms.e2e.count"), 30);
+    assert_eq!(u(&s, "latency_ms.ttft.count"), 0);
+    assert_eq!(u(&s, "tokens.output_total"), 30 * 16);
+}
+
+#[test]
+fn refused_connections_are_failures_not_latencies() {
+    let _g = lock();
+    // A port that was just free: bind, note it, drop it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut p = sim_plan();
+    p.sim = None;
+    p.target = Some(ringbench::plan::Target {
+        url: format!("http://127.0.0.1:{port}"),
+        https: false,
+        host: "127.0.0.1".into(),
+        port,
+        base_path: String::new(),
+    });
+    p.model = Some("m".into());
+    p.stop = Stop {
+        request_count: Some(20),
+        duration_ns: None,
+    };
+    let s = run(&p);
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.failed"), 20);
+    assert_eq!(u(&s, "counts.failed_by_kind.connect"), 20);
+    assert_eq!(u(&s, "latency_ms.e2e.count"), 0);
+}
+
+/// The issue's "done means": `ringbench sim --port 0 &` then `ringbench run --url ...
+/// --request-rate 1000 --duration 5s --output-tokens 16 --out D`.
+#[test]
+fn binary_against_a_separate_simulator_process() {
+    let _g = lock();
+    let bin = env!("CARGO_BIN_EXE_ringbench");
+    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = (cpus[0], cpus[cpus.len() - 1]);
+    let mut sim = Command::new(bin)
+        .args(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the simulator starts");
+    let mut first = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("first line names the address")
+        .to_string();
+    let out = tempdir("binary-run");
+    let status = Command::new(bin)
+        .args([
+            "run",
+            "--url",
+            &format!("http://{addr}"),
+            "--request-rate",
+            "1000",
+            "--duration",
+            "5s",
+        ])
+        .args([
+            "--output-tokens",
+            "16",
+            "--cpus",
+            &client_cpu.to_string(),
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .expect("the client runs");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        status.code() == Some(0) || status.code() == Some(4),
+        "exit {status:?}"
+    );
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.ok"), u(&s, "counts.sent"));
+    assert_eq!(u(&s, "counts.failed"), 0);
+    let achieved = f(&s, "achieved.request_rate");
+    assert!(
+        (achieved / 1000.0 - 1.0).abs() < 0.02,
+        "achieved {achieved}/s"
+    );
+    let lines = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(lines, u(&s, "counts.scheduled"));
+}
+
+#[test]
+fn bad_flags_exit_2_and_name_the_flag() {
+    let bin = env!("CARGO_BIN_EXE_ringbench");
+    for (args, want) in [
+        (vec!["run", "--url", "localhost:8000"], "--url"),
+        (vec!["run", "--request-rate", "0"], "--request-rate"),
+        (vec!["run", "--percentiles", "50,101"], "--percentiles"),
+    ] {
+        let out = Command::new(bin).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringbench-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
