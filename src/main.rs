@@ -67,6 +67,7 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         io_driver: args.io_driver,
     };
+    ringbench::run::raise_fd_limit();
     let handle = ringbench::sim::start(cfg)?;
     println!("listening on {}", handle.addr);
     std::io::stdout().flush()?;

@@ -163,6 +163,7 @@ pub fn run(
     let (tx, rx) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
     let (recycle_tx, recycle_rx) =
         crossbeam_channel::bounded::<Vec<EventStamp>>(RECYCLE_CHANNEL_CAP);
+    let fd_budget = fd_budget(plan);
     let schedule = open_schedule(plan);
     let clock = RunClock::start();
     let start_ns = clock.now_ns() + START_LEAD_NS;
@@ -178,6 +179,7 @@ pub fn run(
             clock,
             start_ns,
             schedule: schedule.clone(),
+            lane_cap: lane_cap(plan, index, fd_budget),
             records: tx.clone(),
             recycled: recycle_rx.clone(),
             shared: shared.clone(),
@@ -222,6 +224,62 @@ pub fn run(
             .map_err(io_err("cannot write summary.json"))?;
     }
     Ok(summary)
+}
+
+/// Descriptors kept free for everything that is not a connection (files, the ring, timers).
+const FD_RESERVE: u64 = 256;
+
+/// Raises the soft open-files limit to the hard one and returns how many connections the
+/// workers may hold together. The in-process simulator holds the other end of each one in
+/// the same process, so it gets half.
+fn fd_budget(plan: &Plan) -> u64 {
+    let limit = raise_fd_limit();
+    let usable = limit.saturating_sub(FD_RESERVE).max(16);
+    if plan.target.is_none() {
+        usable / 2
+    } else {
+        usable
+    }
+}
+
+/// Soft `RLIMIT_NOFILE` raised to the hard limit; returns the soft limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid, owned struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    lim.rlim_cur
+}
+
+/// Worker `index`'s share of the in-flight cap: `--max-concurrency` when given, and never
+/// more connections than the descriptor budget allows. Arrivals are dealt round-robin, so an
+/// even split holds the global cap while no worker waits on another.
+fn lane_cap(plan: &Plan, index: usize, fd_budget: u64) -> usize {
+    let n = plan.cpus.len() as u64;
+    let share = |total: u64| (total / n + u64::from((index as u64) < total % n)).max(1);
+    let by_fds = share(fd_budget);
+    match plan.load {
+        Load::Open {
+            max_concurrency: Some(cap),
+            ..
+        } => share(u64::from(cap)).min(by_fds) as usize,
+        _ => by_fds as usize,
+    }
 }
 
 /// The open loop's global schedule: exactly rate × horizon arrivals (or the count).

@@ -33,7 +33,10 @@ fn run(p: &Plan) -> Value {
 fn u(v: &Value, path: &str) -> u64 {
     let mut cur = v;
     for k in path.split('.') {
-        cur = &cur[k];
+        cur = match k.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[k],
+        };
     }
     cur.as_u64()
         .unwrap_or_else(|| panic!("{path} is not an integer: {cur}"))
@@ -42,7 +45,10 @@ fn u(v: &Value, path: &str) -> u64 {
 fn f(v: &Value, path: &str) -> f64 {
     let mut cur = v;
     for k in path.split('.') {
-        cur = &cur[k];
+        cur = match k.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[k],
+        };
     }
     cur.as_f64()
         .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
@@ -352,4 +358,118 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A server that replays a captured response (real bytes from `../shared/fixtures`) for
+/// every request; `close_each` closes the connection after each response although the
+/// response says keep-alive, as llama.cpp does.
+fn replay_server(
+    wire: Vec<u8>,
+    close_each: bool,
+    requests: u64,
+) -> (u16, std::thread::JoinHandle<u64>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let handle = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut served = 0u64;
+        let mut conns = vec![];
+        while std::time::Instant::now() < deadline && served < requests {
+            if let Ok((s, _)) = listener.accept() {
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                    .unwrap();
+                conns.push(s);
+            }
+            let mut still_open = vec![];
+            for mut s in conns.drain(..) {
+                s.set_read_timeout(Some(std::time::Duration::from_millis(1)))
+                    .unwrap();
+                let mut buf = [0u8; 4096];
+                match s.read(&mut buf) {
+                    Ok(0) => continue,
+                    Ok(_) => {
+                        // One request per read is enough for this client (it waits for the answer).
+                        s.write_all(&wire).unwrap();
+                        served += 1;
+                        if !close_each {
+                            still_open.push(s);
+                        }
+                    }
+                    Err(_) => still_open.push(s),
+                }
+            }
+            conns = still_open;
+        }
+        served
+    });
+    (port, handle)
+}
+
+fn fixture(path: &str) -> Vec<u8> {
+    let mut dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    loop {
+        let candidate = dir.join("shared/fixtures/sse").join(path);
+        if candidate.exists() {
+            return std::fs::read(candidate).unwrap();
+        }
+        assert!(
+            dir.pop(),
+            "../shared/fixtures/sse/{path} not found above the crate"
+        );
+    }
+}
+
+fn replay_plan(port: u16, count: u64) -> Plan {
+    let mut p = sim_plan();
+    p.sim = None;
+    p.model = Some("tiny-llama".into());
+    p.target = Some(ringbench::plan::Target {
+        url: format!("http://127.0.0.1:{port}"),
+        https: false,
+        host: "127.0.0.1".into(),
+        port,
+        base_path: String::new(),
+    });
+    p.stop = Stop {
+        request_count: Some(count),
+        duration_ns: None,
+    };
+    p
+}
+
+#[test]
+fn a_server_that_closes_after_every_response_costs_no_failure() {
+    let _g = lock();
+    let (port, server) = replay_server(
+        fixture("llama-cpp-server/chat_stream_usage.wire.bin"),
+        true,
+        20,
+    );
+    let s = run(&replay_plan(port, 20));
+    assert_eq!(server.join().unwrap(), 20);
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.ok"), 20, "{}", s["counts"]);
+    assert_eq!(u(&s, "counts.failed"), 0);
+    assert!(
+        u(&s, "overhead.workers.0.reconnects") >= 19,
+        "{}",
+        s["overhead"]["workers"]
+    );
+}
+
+#[test]
+fn real_vllm_bytes_on_a_kept_alive_connection_measure_like_the_fixture_says() {
+    let _g = lock();
+    let (port, server) = replay_server(fixture("vllm-cpu/chat_stream_usage.wire.bin"), false, 20);
+    let s = run(&replay_plan(port, 20));
+    assert_eq!(server.join().unwrap(), 20);
+    assert_eq!(u(&s, "counts.ok"), 20);
+    // The fixture: usage says 8 completion tokens; the role-only first chunk is no token.
+    assert_eq!(u(&s, "tokens.output_total"), 160);
+    assert_eq!(u(&s, "tokens.output_source.usage"), 20);
+    assert_eq!(u(&s, "latency_ms.itl.count"), 20 * 7);
+    assert_eq!(u(&s, "overhead.workers.0.connections_opened"), 1);
 }

@@ -71,6 +71,10 @@ pub struct WorkerSetup {
     pub clock: RunClock,
     /// Run-clock time at which the schedule starts.
     pub start_ns: u64,
+    /// Open loop: most requests this worker keeps in flight (its share of
+    /// `--max-concurrency`, or of the file-descriptor limit). At the cap an arrival waits for
+    /// a lane and keeps its intended time, so the wait shows as scheduling lag.
+    pub lane_cap: usize,
     /// Open loop: the whole global schedule (this worker keeps its share). Built once, before
     /// the clock starts, because building it walks every arrival.
     pub schedule: Option<Schedule>,
@@ -125,6 +129,8 @@ pub(crate) struct Counters {
     pub reconnects: u64,
     pub channel_full: u64,
     pub event_vecs_allocated: u64,
+    /// Arrivals that found every lane busy at the cap and waited.
+    pub cap_waits: u64,
 }
 
 impl Ctx {
@@ -206,9 +212,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     });
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     match ctx.setup.plan.load.clone() {
-        Load::Open {
-            max_concurrency, ..
-        } => open_loop(&ctx, lane_cap(&ctx, max_concurrency)).await,
+        Load::Open { .. } => open_loop(&ctx, ctx.setup.lane_cap).await,
         Load::Closed { concurrency } => closed_loop(&ctx, concurrency).await,
     }
     ctx.flush_outbox();
@@ -220,6 +224,12 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         warnings.push(format!(
             "worker {}: no timerfd, pacing on the 1 ms timer wheel",
             s.index
+        ));
+    }
+    if c.cap_waits > 0 {
+        warnings.push(format!(
+            "worker {}: {} arrivals waited for a free connection at the cap of {} in flight",
+            s.index, c.cap_waits, s.lane_cap
         ));
     }
     if !pinned {
@@ -243,16 +253,6 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         channel_full: c.channel_full,
     };
     (stats, warnings)
-}
-
-/// This worker's share of `--max-concurrency`: arrivals are dealt round-robin, so an even
-/// split of the cap holds the global cap exactly while no worker waits on another.
-fn lane_cap(ctx: &Ctx, max_concurrency: Option<u32>) -> usize {
-    let Some(cap) = max_concurrency else {
-        return usize::MAX;
-    };
-    let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
-    (cap / n + u32::from(k < cap % n)).max(1) as usize
 }
 
 fn open_schedule(ctx: &Ctx) -> impl Iterator<Item = (u64, u64)> {
