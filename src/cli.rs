@@ -27,6 +27,80 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// The null-server simulator, in the foreground until stopped.
     Sim(SimArgs),
+    /// The client's own floor: rising rates against the in-process simulator.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Rates to try, rising (req/s, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Option<Vec<f64>>,
+    /// Length of each point.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "10s")]
+    pub duration: u64,
+    #[arg(long, default_value_t = 16)]
+    pub output_tokens: u32,
+    #[arg(long, default_value_t = 128)]
+    pub input_tokens: u32,
+    /// Client CPUs (default: the first).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Simulator CPUs (default: another CPU than the client's where there is one).
+    #[arg(long)]
+    pub sim_cpus: Option<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub io_driver: IoDriver,
+    /// Scheduling-lag p99 bound for a rate to count as held (ms).
+    #[arg(long, default_value_t = 1.0)]
+    pub max_lag: f64,
+    /// Stop after this many rates in a row are not held.
+    #[arg(long, default_value_t = 2)]
+    pub stop_after: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write calibrate.json here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl CalibrateArgs {
+    pub fn to_config(&self) -> Result<crate::calibrate::CalibrateConfig, UsageError> {
+        let rates = self
+            .rates
+            .clone()
+            .unwrap_or_else(|| crate::calibrate::CalibrateConfig::DEFAULT_RATES.to_vec());
+        if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return usage("--rates: give rates above 0, like 1000,5000,10000");
+        }
+        if !(self.max_lag.is_finite() && self.max_lag > 0.0) {
+            return usage("--max-lag: must be a number of ms above 0");
+        }
+        let online = online_cpus();
+        let client = match &self.cpus {
+            Some(s) => parse_cpus("--cpus", s)?,
+            None => vec![online[0]],
+        };
+        let sim = match &self.sim_cpus {
+            Some(s) => parse_cpus("--sim-cpus", s)?,
+            None => vec![*online
+                .iter()
+                .find(|c| !client.contains(c))
+                .unwrap_or(&online[0])],
+        };
+        Ok(crate::calibrate::CalibrateConfig {
+            rates,
+            duration_ns: self.duration,
+            output_tokens: self.output_tokens.max(1),
+            input_tokens: self.input_tokens,
+            client_cpus: client,
+            sim_cpus: sim,
+            io_driver: self.io_driver,
+            max_lag_ms: self.max_lag,
+            failures_to_stop: self.stop_after.max(1),
+            seed: self.seed,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@
 //! `record` → `collector` → `summary` → `report`. `sim` is the null server the client is
 //! checked against; `clock` is the one time line every stamp lives on.
 
+pub mod calibrate;
 pub mod catalog;
 pub mod cli;
 pub mod clock;

@@ -3,7 +3,7 @@
 //! 4 the client's own overhead made the run invalid). `anyhow` lives only here.
 
 use clap::Parser;
-use ringbench::cli::{Cli, Command, RunArgs, SimArgs};
+use ringbench::cli::{CalibrateArgs, Cli, Command, RunArgs, SimArgs};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -12,6 +12,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(&args),
         Command::Sim(args) => sim(&args),
+        Command::Calibrate(args) => calibrate(&args),
     };
     match result {
         Ok(code) => code,
@@ -74,4 +75,24 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
     loop {
         std::thread::park();
     }
+}
+
+fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
+    let cfg = match args.to_config() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let cal = ringbench::calibrate::calibrate(&cfg, |p| {
+        println!("{}", ringbench::report::calibrate_point_line(p));
+    })?;
+    let mut out = std::io::stdout().lock();
+    ringbench::report::print_calibration(&cal, &mut out)?;
+    if let Some(dir) = &args.out {
+        ringbench::report::write_json_atomic(dir, "calibrate.json", &cal)?;
+        writeln!(out, "written to {}", dir.join("calibrate.json").display())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -275,6 +275,83 @@ fn write_synced(path: &Path, summary: &Summary) -> io::Result<()> {
     f.sync_all()
 }
 
+/// Any JSON result (`calibrate.json`, …) written the same way as `summary.json`: temporary
+/// name, synced, renamed.
+pub fn write_json_atomic(dir: &Path, name: &str, value: &impl serde::Serialize) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut f = io::BufWriter::new(File::create(&tmp)?);
+        serde_json::to_writer_pretty(&mut f, value).map_err(io::Error::other)?;
+        f.write_all(b"\n")?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, dir.join(name))
+}
+
+/// One line per calibration point, as it finishes.
+pub fn calibrate_point_line(p: &crate::calibrate::CalibratePoint) -> String {
+    let lag = &p.sched_lag_ms;
+    let dd = p.delivery_delay_ms.as_ref();
+    format!(
+        "rate {:>8.0}/s  achieved {:>9}  lag p50/p99 {}/{} ms  delivery p50/p99 {}/{} ms  cpu {}%  {}",
+        p.target_rate,
+        num(p.achieved_rate, 1),
+        num(lag.p50, 3),
+        num(lag.p99, 3),
+        num(dd.and_then(|d| d.p50), 3),
+        num(dd.and_then(|d| d.p99), 3),
+        num(p.worker_cpu_percent, 1),
+        if p.held { "held".to_string() } else { format!("NOT held: {}", p.why_not.join("; ")) }
+    )
+}
+
+/// The calibration's verdict block.
+pub fn print_calibration(
+    c: &crate::calibrate::Calibration,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    writeln!(out, "{}", rule(" Client calibration ", '='))?;
+    row(
+        out,
+        "CPU / kernel",
+        format!("{} / {}", c.host_cpu, c.kernel),
+    )?;
+    row(
+        out,
+        "Client CPUs / simulator CPUs",
+        format!("{:?} / {:?}", c.config.client_cpus, c.config.sim_cpus),
+    )?;
+    let held = c
+        .highest_rate_held
+        .map_or("none".to_string(), |r| format!("{r:.0} req/s"));
+    row(out, "Highest rate held", held)?;
+    if let Some(f) = &c.floor {
+        row(
+            out,
+            format!("TTFT p50 / p99 at {:.0}/s (ms)", f.at_rate).as_str(),
+            format!("{} / {}", num(f.ttft_ms.p50, 3), num(f.ttft_ms.p99, 3)),
+        )?;
+        row(
+            out,
+            "ITL p50 / p99 (ms)",
+            format!("{} / {}", num(f.itl_ms.p50, 3), num(f.itl_ms.p99, 3)),
+        )?;
+        if let Some(d) = &f.delivery_delay_ms {
+            row(
+                out,
+                "Delivery delay p50 / p99 (ms)",
+                format!("{} / {}", num(d.p50, 3), num(d.p99, 3)),
+            )?;
+        }
+    }
+    writeln!(out, "{}", rule("", '='))
+}
+
 /// `sent 1234 | in flight 12 | ok 1200 | failed 0 | 998.7 req/s`; the rate is successful
 /// requests per second so far, the live counterpart of the summary's request throughput.
 pub fn progress_line(live: &LiveCounts, elapsed_s: f64) -> String {
