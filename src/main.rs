@@ -66,6 +66,13 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         tokens_per_chunk: args.tokens_per_chunk,
         model: args.model.clone(),
         io_driver: args.io_driver,
+        faults: match args.fault_config() {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
     };
     ringbench::run::raise_fd_limit();
     let handle = ringbench::sim::start(cfg)?;

@@ -103,6 +103,8 @@ pub struct SimSettings {
     pub itl_ms: f64,
     pub tokens_per_chunk: u32,
     pub cpus: Vec<usize>,
+    /// Faults injected by the built-in simulator (`--sim-fault`).
+    pub faults: crate::sim::fault::FaultConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -191,6 +193,7 @@ impl Plan {
                 itl_ms: 0.0,
                 tokens_per_chunk: 1,
                 cpus: vec![],
+                faults: crate::sim::fault::FaultConfig::default(),
             }),
             endpoint: Endpoint::Chat,
             model: None,

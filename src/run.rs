@@ -95,6 +95,7 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
         itl_ms: s.itl_ms,
         tokens_per_chunk: s.tokens_per_chunk,
         io_driver: plan.io_driver,
+        faults: s.faults.clone(),
         ..crate::sim::SimConfig::default()
     };
     let handle = crate::sim::start(cfg).map_err(RunError::Sim)?;

@@ -244,6 +244,11 @@ impl Conn {
             Ok(outcome) => outcome,
             Err(_) => {
                 self.stream = None;
+                // The cancelled read took the buffer with it; a zero-capacity buffer would
+                // read as end-of-stream on the next request.
+                if self.buf.capacity() == 0 {
+                    self.buf = Vec::with_capacity(READ_BUF_BYTES);
+                }
                 Outcome::Timeout
             }
         };
