@@ -132,6 +132,13 @@ pub struct RunArgs {
     /// Built-in simulator: how long stall_head/stall_mid faults send nothing, ms.
     #[arg(long, default_value_t = 5_000)]
     pub sim_fault_stall_ms: u64,
+    /// On SIGINT/SIGTERM: stop sending, give in-flight requests this long, cancel the rest.
+    /// A second signal ends at once.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "5s")]
+    pub grace: u64,
+    /// Run even if another ringbench is benchmarking the same endpoint on this host.
+    #[arg(long)]
+    pub allow_concurrent: bool,
 }
 
 #[derive(Debug, Args)]
@@ -492,6 +499,8 @@ impl RunArgs {
             max_lag_ms: self.max_lag,
             out_dir: self.out.clone(),
             progress: !self.quiet,
+            grace_ns: self.grace,
+            allow_concurrent: self.allow_concurrent,
         })
     }
 }

@@ -141,6 +141,10 @@ pub struct Plan {
     pub out_dir: Option<PathBuf>,
     /// Print the live progress line (stderr is a terminal).
     pub progress: bool,
+    /// After an interrupt, how long in-flight requests may still finish (`--grace`).
+    pub grace_ns: u64,
+    /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
+    pub allow_concurrent: bool,
 }
 
 /// Header names whose values must never reach any output.
@@ -220,6 +224,8 @@ impl Plan {
             max_lag_ms: 1.0,
             out_dir: None,
             progress: false,
+            grace_ns: 5_000_000_000,
+            allow_concurrent: false,
         }
     }
 
