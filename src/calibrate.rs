@@ -80,6 +80,7 @@ fn plan_for(cfg: &CalibrateConfig, rate: f64) -> Plan {
         itl_ms: 0.0,
         tokens_per_chunk: 1,
         cpus: cfg.sim_cpus.clone(),
+        faults: Default::default(),
     });
     p.load = Load::Open {
         request_rate: rate,

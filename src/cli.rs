@@ -7,6 +7,7 @@ use crate::plan::{
     Arrival, Endpoint, IoDriver, Load, Plan, SimSettings, Slo, SloMetric, Stop, Target,
     DEFAULT_PERCENTILES,
 };
+use crate::sim::fault::{check_faults, FaultConfig, FaultSpec};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -199,6 +200,19 @@ pub struct RunArgs {
     /// No live progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Built-in simulator: inject a fault KIND with probability PROB per request (repeatable).
+    #[arg(long = "sim-fault", value_name = "KIND:PROB", value_parser = parse_fault)]
+    pub sim_faults: Vec<FaultSpec>,
+    /// Built-in simulator: how long stall_head/stall_mid faults send nothing, ms.
+    #[arg(long, default_value_t = 5_000)]
+    pub sim_fault_stall_ms: u64,
+    /// On SIGINT/SIGTERM: stop sending, give in-flight requests this long, cancel the rest.
+    /// A second signal ends at once.
+    #[arg(long, value_parser = parse_duration_ns, default_value = "5s")]
+    pub grace: u64,
+    /// Run even if another ringbench is benchmarking the same endpoint on this host.
+    #[arg(long)]
+    pub allow_concurrent: bool,
 }
 
 #[derive(Debug, Args)]
@@ -220,6 +234,38 @@ pub struct SimArgs {
     pub model: String,
     #[arg(long, value_enum, default_value = "auto")]
     pub io_driver: IoDriver,
+    /// Inject a fault KIND with probability PROB per request (per connection for refuse);
+    /// repeatable. Kinds: refuse, reset_before_head, reset_mid_stream, http_500, http_503,
+    /// http_429, error_event, stall_head, stall_mid, bad_json, truncated_chunk, bad_utf8,
+    /// oversized_event, slow_head, close_after_response.
+    #[arg(long = "fault", value_name = "KIND:PROB", value_parser = parse_fault)]
+    pub faults: Vec<FaultSpec>,
+    /// Seed of the fault draws (same seed, same faults on a one-thread simulator).
+    #[arg(long, default_value_t = 0)]
+    pub fault_seed: u64,
+    /// How long stall_head/stall_mid send nothing, ms.
+    #[arg(long, default_value_t = 5_000)]
+    pub fault_stall_ms: u64,
+    /// How long slow_head takes to trickle the head out, ms.
+    #[arg(long, default_value_t = 200)]
+    pub fault_slow_head_ms: u64,
+}
+
+impl SimArgs {
+    /// The fault settings, checked as a whole (each kind once, probabilities summing to ≤ 1).
+    pub fn fault_config(&self) -> Result<FaultConfig, UsageError> {
+        check_faults(&self.faults).map_err(UsageError)?;
+        Ok(FaultConfig {
+            faults: self.faults.clone(),
+            seed: self.fault_seed,
+            stall_ms: self.fault_stall_ms,
+            slow_head_ms: self.fault_slow_head_ms,
+        })
+    }
+}
+
+fn parse_fault(s: &str) -> Result<FaultSpec, String> {
+    s.parse()
 }
 
 /// A flag that cannot be used as given: the message names it and says how to fix it.
@@ -318,7 +364,7 @@ fn parse_slo(s: &str) -> Result<Slo, UsageError> {
     Ok(Slo { metric, max_ms })
 }
 
-fn parse_target(url: &str) -> Result<Target, UsageError> {
+pub fn parse_target(url: &str) -> Result<Target, UsageError> {
     let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
     } else if let Some(r) = url.strip_prefix("https://") {
@@ -477,7 +523,18 @@ impl RunArgs {
             itl_ms: self.sim_itl_ms,
             tokens_per_chunk: self.sim_tokens_per_chunk,
             cpus: sim_cpus,
+            faults: FaultConfig {
+                faults: self.sim_faults.clone(),
+                seed: self.seed,
+                stall_ms: self.sim_fault_stall_ms,
+                ..FaultConfig::default()
+            },
         });
+        check_faults(&self.sim_faults)
+            .map_err(|e| UsageError(e.replace("--fault", "--sim-fault")))?;
+        if target.is_some() && !self.sim_faults.is_empty() {
+            return usage("--sim-fault applies to the built-in simulator only (drop --url)");
+        }
         let goodput = self
             .goodput
             .iter()
@@ -516,6 +573,8 @@ impl RunArgs {
             max_lag_ms: self.max_lag,
             out_dir: self.out.clone(),
             progress: !self.quiet,
+            grace_ns: self.grace,
+            allow_concurrent: self.allow_concurrent,
         })
     }
 }

@@ -103,6 +103,8 @@ pub struct SimSettings {
     pub itl_ms: f64,
     pub tokens_per_chunk: u32,
     pub cpus: Vec<usize>,
+    /// Faults injected by the built-in simulator (`--sim-fault`).
+    pub faults: crate::sim::fault::FaultConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -139,6 +141,10 @@ pub struct Plan {
     pub out_dir: Option<PathBuf>,
     /// Print the live progress line (stderr is a terminal).
     pub progress: bool,
+    /// After an interrupt, how long in-flight requests may still finish (`--grace`).
+    pub grace_ns: u64,
+    /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
+    pub allow_concurrent: bool,
 }
 
 /// Header names whose values must never reach any output.
@@ -191,6 +197,7 @@ impl Plan {
                 itl_ms: 0.0,
                 tokens_per_chunk: 1,
                 cpus: vec![],
+                faults: crate::sim::fault::FaultConfig::default(),
             }),
             endpoint: Endpoint::Chat,
             model: None,
@@ -217,6 +224,8 @@ impl Plan {
             max_lag_ms: 1.0,
             out_dir: None,
             progress: false,
+            grace_ns: 5_000_000_000,
+            allow_concurrent: false,
         }
     }
 

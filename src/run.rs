@@ -13,6 +13,7 @@ use crate::worker::{self, Shared, WorkerSetup};
 use crossbeam_channel::RecvTimeoutError;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,6 +96,7 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
         itl_ms: s.itl_ms,
         tokens_per_chunk: s.tokens_per_chunk,
         io_driver: plan.io_driver,
+        faults: s.faults.clone(),
         ..crate::sim::SimConfig::default()
     };
     let handle = crate::sim::start(cfg).map_err(RunError::Sim)?;
@@ -142,8 +144,16 @@ fn model_from_response(resp: &[u8]) -> Option<String> {
 }
 
 /// Runs one benchmark. `on_progress` is called about once a second from this thread.
-pub fn run(
+pub fn run(plan: &Plan, on_progress: impl FnMut(&LiveCounts, f64)) -> Result<Summary, RunError> {
+    run_with(plan, &AtomicBool::new(false), on_progress)
+}
+
+/// `run`, stoppable: once `interrupt` is set (a signal handler, an embedding program), no
+/// new request is sent, in-flight ones get `plan.grace_ns` to finish, the rest end as
+/// `cancelled`, and the summary (marked `interrupted`) covers what was measured.
+pub fn run_with(
     plan: &Plan,
+    interrupt: &AtomicBool,
     mut on_progress: impl FnMut(&LiveCounts, f64),
 ) -> Result<Summary, RunError> {
     if plan.io_driver == IoDriver::Uring && !worker::uring_available() {
@@ -187,12 +197,19 @@ pub fn run(
         handles.push(worker::spawn(setup).map_err(io_err("cannot start a worker thread"))?);
     }
     drop(tx);
+    let stopper = Stopper {
+        interrupt,
+        shared: &shared,
+        grace_ns: plan.grace_ns,
+        stopped_at_ns: None,
+    };
     collect(
         &mut collector,
         &rx,
         &recycle_tx,
         &clock,
         start_ns,
+        stopper,
         &mut on_progress,
     );
     let ends: Vec<_> = handles
@@ -310,18 +327,45 @@ fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: &Shared) ->
     total.map_or(claimed, |t| claimed.min(t))
 }
 
+/// Turns an interrupt into the workers' two flags: stop scheduling at once, cancel what is
+/// still in flight when the grace period ends.
+struct Stopper<'a> {
+    interrupt: &'a AtomicBool,
+    shared: &'a Shared,
+    grace_ns: u64,
+    stopped_at_ns: Option<u64>,
+}
+
+impl Stopper<'_> {
+    fn check(&mut self, now_ns: u64) {
+        match self.stopped_at_ns {
+            None if self.interrupt.load(Ordering::Relaxed) => {
+                self.shared.stop.store(true, Ordering::Relaxed);
+                self.stopped_at_ns = Some(now_ns);
+            }
+            Some(at) if now_ns.saturating_sub(at) >= self.grace_ns => {
+                self.shared.cancel.store(true, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The collector thread's loop: every record into the collector, its event vector back to
-/// the workers, and a progress callback about once a second.
+/// the workers, the interrupt watched, and about once a second a progress callback and a
+/// flush of the request log.
 fn collect(
     collector: &mut Collector,
     rx: &crossbeam_channel::Receiver<Record>,
     recycle: &crossbeam_channel::Sender<Vec<EventStamp>>,
     clock: &RunClock,
     start_ns: u64,
+    mut stopper: Stopper<'_>,
     on_progress: &mut impl FnMut(&LiveCounts, f64),
 ) {
     let mut next_tick_ns = start_ns + 1_000_000_000;
     loop {
+        stopper.check(clock.now_ns());
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(mut rec) => {
                 collector.add(&rec);
@@ -335,6 +379,7 @@ fn collect(
         let now = clock.now_ns();
         if now >= next_tick_ns {
             next_tick_ns = now + 1_000_000_000;
+            collector.flush_log();
             on_progress(&collector.live(), now.saturating_sub(start_ns) as f64 / 1e9);
         }
     }

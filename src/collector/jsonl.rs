@@ -75,6 +75,13 @@ impl RequestLog {
         Ok(())
     }
 
+    /// Hands what is buffered to the kernel. `BufWriter` only ever writes whole lines here
+    /// (a line that does not fit flushes the buffer first), so a process killed after this
+    /// leaves a file of complete lines.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Flushes the buffer and the file's data to disk.
     pub fn close(mut self) -> io::Result<()> {
         self.out.flush()?;

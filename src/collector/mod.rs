@@ -228,6 +228,15 @@ impl Collector {
         self.live
     }
 
+    /// Pushes the buffered part of `requests.jsonl` to the kernel (called about once a
+    /// second), so an interrupted run keeps what it measured up to then.
+    pub fn flush_log(&mut self) {
+        if let Some(Err(e)) = self.log.as_mut().map(|l| l.flush()) {
+            self.log_error = Some(e);
+            self.log = None;
+        }
+    }
+
     fn log_record(&mut self, rec: &Record) {
         let Some(log) = self.log.as_mut() else {
             return;

@@ -17,12 +17,15 @@ use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 
+use super::fault::FaultDraw;
 use super::fdwait::{fire_now, Timer};
 use super::format::{self, Api, Reply, Status};
 use super::request::{self, Head, HeadError, Job, Route};
 use super::stats::{bump, ThreadStats};
 use super::Settings;
 use crate::clock::mono_ns;
+
+mod faulty;
 
 /// First size of a connection's read buffer; it grows only for larger requests.
 const READ_BUF_BYTES: usize = 16 * 1024;
@@ -39,11 +42,13 @@ pub(crate) struct Shared {
     pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
     next_conn: Cell<u64>,
     next_seq: Cell<u64>,
+    faults: FaultDraw,
 }
 
 impl Shared {
     pub(crate) fn new(settings: Arc<Settings>, stats: Arc<ThreadStats>, thread: u64) -> Self {
         Self {
+            faults: FaultDraw::new(settings.faults.seed, thread),
             settings,
             stats,
             stopping: Cell::new(false),
@@ -75,10 +80,16 @@ enum ConnEnd {
     Io(#[from] io::Error),
     #[error("simulator stopping")]
     Stopped,
+    /// An injected fault ended the connection on purpose.
+    #[error("fault injected")]
+    Faulted,
 }
 
 /// Serves one accepted connection until the peer closes, asks to close, or stop.
 pub(crate) async fn serve(stream: TcpStream, shared: Rc<Shared>) {
+    if faulty::refused(&stream, &shared) {
+        return;
+    }
     let id = shared.next_conn.get();
     shared.next_conn.set(id + 1);
     shared
@@ -246,6 +257,10 @@ impl Conn {
                 return self.reply_error(Status::BadRequest, &msg, head.close).await;
             }
         };
+        let faults = &self.shared.settings.faults;
+        if let Some(kind) = self.shared.faults.pick(faults, false) {
+            return self.faulted(kind, plan, arrival, head.close).await;
+        }
         if plan.stream {
             bump(&self.shared.stats.stream_requests, 1);
             self.stream_reply(plan, arrival, head.close).await

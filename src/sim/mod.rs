@@ -34,6 +34,7 @@
 //! there is no tokenizer. The non-streaming body carries `ringbench_ns` as well.
 
 mod conn;
+pub mod fault;
 mod fdwait;
 mod format;
 mod request;
@@ -72,6 +73,8 @@ pub struct SimConfig {
     /// Served by `/v1/models` and echoed when a request names none.
     pub model: String,
     pub io_driver: IoDriver,
+    /// Injected faults (`--fault KIND:PROB`), none by default.
+    pub faults: fault::FaultConfig,
 }
 
 impl Default for SimConfig {
@@ -85,6 +88,7 @@ impl Default for SimConfig {
             tokens_per_chunk: 1,
             model: "ringbench-sim".into(),
             io_driver: IoDriver::Auto,
+            faults: fault::FaultConfig::default(),
         }
     }
 }
@@ -96,6 +100,7 @@ pub(crate) struct Settings {
     pub itl_ns: u64,
     pub tokens_per_chunk: u32,
     pub model: String,
+    pub faults: fault::FaultConfig,
 }
 
 impl Settings {
@@ -108,6 +113,10 @@ impl Settings {
                 n => n,
             },
             model: cfg.model.clone(),
+            faults: {
+                fault::check_faults(&cfg.faults.faults).map_err(invalid)?;
+                cfg.faults.clone()
+            },
         })
     }
 }

@@ -35,6 +35,8 @@ pub struct SimStats {
     pub cpu_ns: u64,
     /// `"uring"`, `"epoll"`, or `"mixed"` if threads ended up on different drivers.
     pub io_driver: String,
+    /// Faults injected (`--fault`), requests and refused connections together.
+    pub faults: u64,
 }
 
 /// One thread's counters.
@@ -52,6 +54,7 @@ pub(crate) struct ThreadStats {
     pub accept_errors: AtomicU64,
     /// Set by the thread as it exits; while it runs, its CPU clock is read from outside.
     pub final_cpu_ns: AtomicU64,
+    pub faults: AtomicU64,
 }
 
 /// Adds one to a counter only its own thread writes.
@@ -74,5 +77,6 @@ impl ThreadStats {
         sum.not_found += self.not_found.load(Relaxed);
         sum.io_errors += self.io_errors.load(Relaxed);
         sum.accept_errors += self.accept_errors.load(Relaxed);
+        sum.faults += self.faults.load(Relaxed);
     }
 }

@@ -156,7 +156,7 @@ impl Lanes {
 }
 
 async fn lane_task(ctx: Rc<Ctx>, lane: Rc<Lane>, state: Rc<LanesState>) {
-    let mut conn = Conn::new();
+    let mut conn = Conn::new(&ctx);
     while let Some(job) = lane.next_job().await {
         let rec = conn.exchange(&ctx, job).await;
         ctx.emit(rec);
@@ -178,7 +178,7 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
         .stop
         .duration_ns
         .map(|d| s.start_ns + s.plan.warmup_duration_ns + d);
-    let mut conn = Conn::new();
+    let mut conn = Conn::new(&ctx);
     loop {
         let now = s.clock.now_ns();
         if s.shared.stop.load(Ordering::Relaxed) || end_ns.is_some_and(|e| now >= e) {
@@ -201,6 +201,70 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
     }
 }
 
+/// How often a worker looks at the run's cancel flag. Only the end of a grace period waits
+/// on it, so 10 ms costs nothing on the hot path and bounds how late a cancel lands.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// One worker's cancel signal: a flag and one waker slot per lane (bounded by the lanes, so
+/// waiting on it allocates nothing per request).
+#[derive(Default)]
+pub struct CancelBell {
+    cancelled: Cell<bool>,
+    finished: Cell<bool>,
+    slots: RefCell<Vec<Rc<Cell<Option<Waker>>>>>,
+}
+
+impl CancelBell {
+    fn slot(&self) -> Rc<Cell<Option<Waker>>> {
+        let slot = Rc::new(Cell::new(None));
+        self.slots.borrow_mut().push(slot.clone());
+        slot
+    }
+
+    fn ring(&self) {
+        self.cancelled.set(true);
+        for slot in self.slots.borrow().iter() {
+            if let Some(w) = slot.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The worker's work is done: the watcher may end.
+    pub fn finish(&self) {
+        self.finished.set(true);
+    }
+
+    async fn wait(&self, slot: &Cell<Option<Waker>>) {
+        poll_fn(|cx| {
+            if self.cancelled.get() {
+                return Poll::Ready(());
+            }
+            slot.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Per-worker task: turns the run's cancel flag into wake-ups of every lane in flight.
+pub async fn watch_cancel(ctx: Rc<Ctx>) {
+    while !ctx.cancel.finished.get() {
+        if ctx.setup.shared.cancel.load(Ordering::Relaxed) {
+            ctx.cancel.ring();
+            return;
+        }
+        monoio::time::sleep(CANCEL_POLL).await;
+    }
+}
+
+/// How one exchange ended, before it becomes an outcome.
+enum Ended {
+    Done(Outcome),
+    TimedOut,
+    Cancelled,
+}
+
 /// How one attempt on a connection ended.
 enum Attempt {
     Finished(Outcome),
@@ -214,14 +278,16 @@ struct Conn {
     stream: Option<TcpStream>,
     parser: ResponseParser,
     buf: Vec<u8>,
+    cancel_slot: Rc<Cell<Option<Waker>>>,
 }
 
 impl Conn {
-    fn new() -> Self {
+    fn new(ctx: &Ctx) -> Self {
         Conn {
             stream: None,
             parser: ResponseParser::new(Limits::default()),
             buf: Vec::with_capacity(READ_BUF_BYTES),
+            cancel_slot: ctx.cancel.slot(),
         }
     }
 
@@ -240,18 +306,36 @@ impl Conn {
         ctx.counters.borrow_mut().requests += 1;
         let limit = Duration::from_nanos(s.plan.request_timeout_ns);
         let bytes = entry.bytes.clone();
-        rec.outcome = match monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec)).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                self.stream = None;
-                Outcome::Timeout
+        let slot = self.cancel_slot.clone();
+        let ended = {
+            let work = monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec));
+            let cancel = ctx.cancel.wait(&slot);
+            monoio::select! {
+                r = work => r.map_or(Ended::TimedOut, Ended::Done),
+                _ = cancel => Ended::Cancelled,
             }
+        };
+        rec.outcome = match ended {
+            Ended::Done(outcome) => outcome,
+            Ended::TimedOut => self.abandon(Outcome::Timeout),
+            Ended::Cancelled => self.abandon(Outcome::Cancelled),
         };
         if rec.outcome != Outcome::Ok {
             rec.done_ns.get_or_insert(s.clock.now_ns());
         }
         resolve_osl(&mut rec);
         rec
+    }
+
+    /// Drops a connection whose exchange was cut off (timeout, cancel).
+    fn abandon(&mut self, outcome: Outcome) -> Outcome {
+        self.stream = None;
+        // The cut-off read took the buffer with it; a zero-capacity buffer would read as
+        // end-of-stream on the next request.
+        if self.buf.capacity() == 0 {
+            self.buf = Vec::with_capacity(READ_BUF_BYTES);
+        }
+        outcome
     }
 
     /// Sends on the kept-alive connection (or a new one), retrying once on a fresh

@@ -39,6 +39,8 @@ pub struct Shared {
     pub claimed: AtomicU64,
     /// Requests handed to the kernel, per worker (the progress line reads them).
     pub sent: Vec<PaddedCounter>,
+    /// Set when the grace period after a stop ends: in-flight requests end as `Cancelled`.
+    pub cancel: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -51,6 +53,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             claimed: AtomicU64::new(0),
             sent: (0..workers).map(|_| PaddedCounter::default()).collect(),
+            cancel: AtomicBool::new(false),
         }
     }
 
@@ -116,6 +119,7 @@ pub(crate) struct Ctx {
     pub counters: RefCell<Counters>,
     outbox: RefCell<VecDeque<Record>>,
     free_events: RefCell<Vec<Vec<EventStamp>>>,
+    pub cancel: lane::CancelBell,
 }
 
 /// Per-worker tallies, folded into `WorkerStats` at the end.
@@ -209,12 +213,16 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         counters: RefCell::new(Counters::default()),
         outbox: RefCell::new(VecDeque::new()),
         free_events: RefCell::new(free),
+        cancel: lane::CancelBell::default(),
     });
     let probe = pacer::LoopLagProbe::start(ctx.clone());
+    let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
     match ctx.setup.plan.load.clone() {
         Load::Open { .. } => open_loop(&ctx, ctx.setup.lane_cap).await,
         Load::Closed { concurrency } => closed_loop(&ctx, concurrency).await,
     }
+    ctx.cancel.finish();
+    watch.await;
     ctx.flush_outbox();
     let loop_lag = probe.stop().await;
     let c = ctx.counters.borrow();

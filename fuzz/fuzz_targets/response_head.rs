@@ -1,0 +1,61 @@
+//! Fuzz target: the whole response path (head, framing, SSE, extractor) fed arbitrary bytes.
+//! The first byte picks a cut point; feeding the rest whole and cut in two must give the
+//! same heads, events and end (the parser is a push parser: read boundaries may not matter),
+//! and nothing may panic. Seeds: `fixtures/sse/*/*.wire.bin`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use ringbench::extract::EventInfo;
+use ringbench::http::{Limits, ResponseParser, ResponseSink};
+
+#[derive(Default, PartialEq, Debug)]
+struct Seen {
+    heads: Vec<(u16, bool)>,
+    events: Vec<(bool, bool, u32, u32)>,
+}
+
+impl ResponseSink for Seen {
+    fn head(&mut self, status: u16, streaming: bool) {
+        self.heads.push((status, streaming));
+    }
+    fn event(&mut self, ev: &EventInfo) {
+        let u = ev.usage.and_then(|u| u.completion_tokens).unwrap_or(0);
+        self.events
+            .push((ev.done_marker, ev.error, ev.content_bytes as u32, u));
+    }
+}
+
+fn run(parts: &[&[u8]]) -> (Seen, String) {
+    let limits = Limits {
+        max_head_bytes: 4096,
+        max_event_bytes: 4096,
+        max_body_bytes: 1 << 16,
+    };
+    let mut p = ResponseParser::new(limits);
+    let mut seen = Seen::default();
+    let mut end = String::new();
+    for part in parts {
+        match p.feed(part, &mut seen) {
+            Ok(ringbench::http::Progress::NeedMore) => continue,
+            other => {
+                end = format!("{other:?}");
+                return (seen, end);
+            }
+        }
+    }
+    if end.is_empty() {
+        end = format!("{:?}", p.eof(&mut seen));
+    }
+    (seen, end)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&cut, rest)) = data.split_first() else {
+        return;
+    };
+    let whole = run(&[rest]);
+    let at = (cut as usize * rest.len()) / 255;
+    let (a, b) = rest.split_at(at.min(rest.len()));
+    let split = run(&[a, b]);
+    assert_eq!(whole, split, "cut at {at}");
+});

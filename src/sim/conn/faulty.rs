@@ -1,0 +1,241 @@
+//! How the simulator serves an injected fault (server side; the client flow schedule →
+//! worker → http → sse → extract → record → collector → report is what must survive it).
+//! `fault.rs` decides which request gets which fault; this file writes the bytes (or the
+//! silence, or the reset) that fault stands for. Faulted answers go out at once, without the
+//! ttft/itl timing of normal ones, except where the fault is about time (stalls, slow head).
+//! Mid-stream faults answer with a stream even when the request asked for none. Like the rest
+//! of the connection code it may not block the thread nor panic on client input.
+
+use super::*;
+use crate::sim::fault::FaultKind;
+
+/// How long a reset waits after the bytes it follows, so the client has read them first and
+/// sees a reset *after* the head rather than a connection that died before it.
+const RESET_AFTER_BYTES_NS: u64 = 20_000_000;
+/// `oversized_event`: twice the client's default event bound (1 MiB).
+const OVERSIZED_EVENT_BYTES: usize = 2 << 20;
+/// Pieces the head is trickled in by `slow_head`.
+const SLOW_HEAD_PIECES: usize = 8;
+
+/// `refuse`: decides per accepted connection; a refused one is reset before a byte is read.
+pub(super) fn refused(stream: &TcpStream, shared: &Shared) -> bool {
+    let refuse = shared.faults.pick(&shared.settings.faults, true) == Some(FaultKind::Refuse);
+    if refuse {
+        bump(&shared.stats.faults, 1);
+        reset_on_close(stream.as_raw_fd());
+    }
+    refuse
+}
+
+/// `SO_LINGER` with a zero timeout: the close that follows sends RST instead of FIN.
+fn reset_on_close(fd: RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: `fd` is an open socket owned by the caller; the option value is a valid,
+    // correctly sized `linger`.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+impl Conn {
+    /// Serves `plan` with fault `kind`. `Err(ConnEnd::Faulted)` ends the connection.
+    pub(super) async fn faulted(
+        &mut self,
+        kind: FaultKind,
+        plan: Plan,
+        arrival: u64,
+        close: bool,
+    ) -> Result<(), ConnEnd> {
+        bump(&self.shared.stats.faults, 1);
+        let stall_ns = self.shared.settings.faults.stall_ms * 1_000_000;
+        match kind {
+            FaultKind::Refuse | FaultKind::ResetBeforeHead => self.reset(),
+            FaultKind::Http500 | FaultKind::Http503 | FaultKind::Http429 => {
+                http_error(&mut self.wbuf, kind, close);
+                self.write_out().await
+            }
+            FaultKind::StallHead => {
+                self.sleep_until(mono_ns() + stall_ns).await?;
+                self.normal(plan, mono_ns(), close).await
+            }
+            FaultKind::CloseAfterResponse => {
+                // The head says keep-alive; the close comes anyway (llama.cpp).
+                self.normal(plan, arrival, false).await?;
+                Err(ConnEnd::Faulted)
+            }
+            FaultKind::SlowHead => self.slow_head(plan).await,
+            _ => self.broken_stream(kind, plan, stall_ns).await,
+        }
+    }
+
+    async fn normal(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
+        if plan.stream {
+            bump(&self.shared.stats.stream_requests, 1);
+            self.stream_reply(plan, arrival, close).await
+        } else {
+            self.whole_reply(plan, arrival, close).await
+        }
+    }
+
+    fn reset(&mut self) -> Result<(), ConnEnd> {
+        reset_on_close(self.stream.as_raw_fd());
+        Err(ConnEnd::Faulted)
+    }
+
+    /// A stream that starts well (head, role, two tokens) and then goes wrong as `kind` says.
+    async fn broken_stream(
+        &mut self,
+        kind: FaultKind,
+        plan: Plan,
+        stall_ns: u64,
+    ) -> Result<(), ConnEnd> {
+        let model = std::mem::take(&mut self.model);
+        let reply = reply_of(&plan, &model, self.next_seq());
+        self.stream_start(&plan, &reply, 2);
+        let end = self.stream_fault(kind, &reply);
+        self.model = model;
+        self.write_out().await?;
+        match end {
+            StreamEnd::Clean => Ok(()),
+            StreamEnd::Close => Err(ConnEnd::Faulted),
+            StreamEnd::Stall => {
+                self.sleep_until(mono_ns() + stall_ns).await?;
+                Err(ConnEnd::Faulted)
+            }
+            StreamEnd::Reset => {
+                self.sleep_until(mono_ns() + RESET_AFTER_BYTES_NS).await?;
+                self.reset()
+            }
+        }
+    }
+
+    /// The stream head, the chat role event and `tokens` one-token events, into `wbuf`.
+    fn stream_start(&mut self, plan: &Plan, reply: &Reply<'_>, tokens: u32) {
+        let now = mono_ns();
+        format::stream_head(&mut self.wbuf, false);
+        if plan.api == Api::Chat {
+            format::role_event(&mut self.ev, reply, now);
+            self.push_event();
+        }
+        for i in 0..tokens.min(plan.max_tokens) {
+            format::content_event(&mut self.ev, reply, i, 1, now);
+            self.push_event();
+        }
+    }
+
+    /// Appends the faulty part of a broken stream; says how the connection then ends.
+    fn stream_fault(&mut self, kind: FaultKind, reply: &Reply<'_>) -> StreamEnd {
+        let ev = &mut self.ev;
+        ev.clear();
+        let end = match kind {
+            FaultKind::ResetMidStream => return StreamEnd::Reset,
+            FaultKind::StallMid => return StreamEnd::Stall,
+            FaultKind::TruncatedChunk => {
+                // Declares 1024 bytes, carries 15, then the connection closes.
+                self.wbuf.extend_from_slice(b"400\r\ndata: {\"choices");
+                return StreamEnd::Close;
+            }
+            FaultKind::ErrorEvent => {
+                ev.extend_from_slice(
+                    b"data: {\"error\":{\"message\":\"simulated failure mid-stream\",\
+\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n",
+                );
+                StreamEnd::Clean
+            }
+            FaultKind::BadJson => {
+                ev.extend_from_slice(
+                    b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" x\"}\n\n",
+                );
+                StreamEnd::Clean
+            }
+            FaultKind::BadUtf8 => {
+                ev.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\xfe\xfd\"},\"finish_reason\":null}]}\n\n");
+                StreamEnd::Clean
+            }
+            FaultKind::OversizedEvent => {
+                ev.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+                ev.resize(ev.len() + OVERSIZED_EVENT_BYTES, b'a');
+                ev.extend_from_slice(b"\"},\"finish_reason\":null}]}\n\n");
+                StreamEnd::Clean
+            }
+            _ => StreamEnd::Clean,
+        };
+        self.push_event();
+        if kind == FaultKind::ErrorEvent && self.shared.faults.coin() {
+            // Half the error events end the stream without `[DONE]`, as some servers do.
+            self.wbuf.extend_from_slice(b"0\r\n\r\n");
+        } else {
+            self.push_tail(reply, mono_ns());
+        }
+        end
+    }
+
+    /// The head trickled out over `slow_head_ms`, then the whole answer at once.
+    async fn slow_head(&mut self, plan: Plan) -> Result<(), ConnEnd> {
+        let head = format::STREAM_HEAD;
+        let total_ns = self.shared.settings.faults.slow_head_ms * 1_000_000;
+        let piece = head.len().div_ceil(SLOW_HEAD_PIECES);
+        let start = mono_ns();
+        for (i, bytes) in head.chunks(piece).enumerate() {
+            self.sleep_until(start + total_ns * (i as u64 + 1) / SLOW_HEAD_PIECES as u64)
+                .await?;
+            self.wbuf.extend_from_slice(bytes);
+            self.write_out().await?;
+        }
+        let model = std::mem::take(&mut self.model);
+        let reply = reply_of(&plan, &model, self.next_seq());
+        let now = mono_ns();
+        if plan.api == Api::Chat {
+            format::role_event(&mut self.ev, &reply, now);
+            self.push_event();
+        }
+        let per = self.shared.settings.tokens_per_chunk;
+        for first in (0..plan.max_tokens).step_by(per as usize) {
+            format::content_event(&mut self.ev, &reply, first, per, now);
+            self.push_event();
+        }
+        self.push_tail(&reply, now);
+        self.model = model;
+        self.write_out().await
+    }
+}
+
+enum StreamEnd {
+    /// The stream was ended by its framing; the connection stays usable.
+    Clean,
+    Close,
+    Stall,
+    Reset,
+}
+
+/// An OpenAI-style error answer; 429 and 503 carry `Retry-After` as real servers' do.
+fn http_error(out: &mut Vec<u8>, kind: FaultKind, close: bool) {
+    let (line, code, retry): (&[u8], &[u8], bool) = match kind {
+        FaultKind::Http429 => (b"HTTP/1.1 429 Too Many Requests\r\n", b"429", true),
+        FaultKind::Http503 => (b"HTTP/1.1 503 Service Unavailable\r\n", b"503", true),
+        _ => (b"HTTP/1.1 500 Internal Server Error\r\n", b"500", false),
+    };
+    let mut body = Vec::with_capacity(128);
+    body.extend_from_slice(b"{\"error\":{\"message\":\"simulated error\",\"type\":\"ServerError\",\"param\":null,\"code\":");
+    body.extend_from_slice(code);
+    body.extend_from_slice(b"}}");
+    out.extend_from_slice(line);
+    out.extend_from_slice(b"server: ringbench-sim\r\ncontent-type: application/json\r\n");
+    if retry {
+        out.extend_from_slice(b"retry-after: 1\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+    out.extend_from_slice(&body);
+}

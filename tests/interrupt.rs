@@ -1,0 +1,136 @@
+//! Interruption end to end, through the binary: SIGINT mid-run stops scheduling, lets
+//! in-flight requests finish within `--grace`, cancels the rest, and leaves a partial
+//! summary marked `interrupted` beside a `requests.jsonl` of whole lines; a second signal
+//! ends the process at once and still leaves only valid files. Runs are serialized.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn out_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A 20 s open-loop run whose requests each take 2 s (20 tokens, 100 ms apart).
+fn start(dir: &Path, grace: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_ringbench"))
+        .args(["run", "--request-rate", "40", "--duration", "20s"])
+        .args(["--output-tokens", "20", "--sim-itl-ms", "100", "--quiet"])
+        .args(["--grace", grace, "--out"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts")
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+fn wait_within(child: &mut Child, limit: Duration) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every line parses as one JSON object; returns them.
+fn jsonl(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn sigint_stops_waits_the_grace_cancels_and_writes_an_interrupted_summary() {
+    let _g = lock();
+    let dir = out_dir("sigint");
+    let mut child = start(&dir, "300ms");
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    let code = wait_within(&mut child, Duration::from_secs(10));
+    assert_eq!(code, 130);
+    // Grace 300 ms, then cancel: the 2 s requests in flight cannot have finished.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let c = &s["counts"];
+    let n = |k: &str| c[k].as_u64().unwrap();
+    assert_eq!(s["interrupted"], Value::Bool(true));
+    assert!(n("cancelled") > 0, "{c}");
+    assert!(n("not_sent") > 0, "{c}");
+    assert_eq!(n("sent"), n("ok") + n("failed") + n("cancelled"), "{c}");
+    assert_eq!(n("scheduled"), n("sent") + n("not_sent"), "{c}");
+    assert_eq!(n("failed"), 0, "{c}");
+    let lines = jsonl(&dir);
+    assert_eq!(
+        lines.len() as u64,
+        n("scheduled"),
+        "one line per scheduled request"
+    );
+    let cancelled = lines.iter().filter(|l| l["outcome"] == "cancelled").count();
+    assert_eq!(cancelled as u64, n("cancelled"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_long_grace_lets_in_flight_requests_finish() {
+    let _g = lock();
+    let dir = out_dir("grace");
+    let mut child = start(&dir, "10s");
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGTERM);
+    assert_eq!(wait_within(&mut child, Duration::from_secs(10)), 130);
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let c = &s["counts"];
+    assert_eq!(c["cancelled"], 0, "{c}");
+    assert!(c["ok"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(c["sent"], c["ok"], "{c}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_second_signal_quits_at_once_leaving_valid_files() {
+    let _g = lock();
+    let dir = out_dir("twice");
+    let mut child = start(&dir, "10s");
+    std::thread::sleep(Duration::from_millis(3500));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    assert_eq!(wait_within(&mut child, Duration::from_secs(5)), 130);
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    // The log was flushed about once a second: it holds the first second's records, whole.
+    let lines = jsonl(&dir);
+    assert!(
+        !lines.is_empty(),
+        "what was measured before the flush survives"
+    );
+    if let Ok(bytes) = std::fs::read(dir.join("summary.json")) {
+        serde_json::from_slice::<Value>(&bytes).expect("summary.json is whole or absent");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
