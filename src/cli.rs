@@ -27,6 +27,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// The null-server simulator, in the foreground until stopped.
     Sim(SimArgs),
+    /// Recompute a run's summary from its requests.jsonl (other percentiles, SLOs, tools).
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -146,6 +148,50 @@ pub struct SimArgs {
     pub model: String,
     #[arg(long, value_enum, default_value = "auto")]
     pub io_driver: IoDriver,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A `ringbench run --out` folder (requests.jsonl and run.json).
+    pub dir: PathBuf,
+    /// Percentiles every output carries, comma-separated (default: the run's).
+    #[arg(long, value_delimiter = ',')]
+    pub percentiles: Option<Vec<f64>>,
+    /// Per-request SLOs KEY:MS (ttft, tpot, itl, e2e, ntpot); default: the run's.
+    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
+    pub goodput: Option<Vec<String>>,
+    /// Also compute TTFT/ITL/TPOT/duration/throughput as these tools define them.
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
+    pub definitions: Vec<crate::collector::definitions::Definitions>,
+    /// Write summary.json and the exports here (the same files a run writes).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Which exports --out writes (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub export: Option<Vec<String>>,
+}
+
+impl ReportArgs {
+    pub fn overrides(&self) -> Result<crate::collector::replay::Overrides, UsageError> {
+        let percentiles = self
+            .percentiles
+            .as_deref()
+            .map(check_percentiles)
+            .transpose()?;
+        let goodput = self
+            .goodput
+            .as_ref()
+            .map(|g| {
+                g.iter()
+                    .map(|s| parse_slo(s))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        Ok(crate::collector::replay::Overrides {
+            percentiles,
+            goodput,
+        })
+    }
 }
 
 /// A flag that cannot be used as given: the message names it and says how to fix it.
@@ -329,6 +375,10 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
     let Some(ps) = &a.percentiles else {
         return Ok(DEFAULT_PERCENTILES.to_vec());
     };
+    check_percentiles(ps)
+}
+
+fn check_percentiles(ps: &[f64]) -> Result<Vec<f64>, UsageError> {
     if let Some(p) = ps
         .iter()
         .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
@@ -337,7 +387,7 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
             "--percentiles: {p} is not a percentile (use values in (0, 100], like 50,99,99.9)"
         ));
     }
-    Ok(ps.clone())
+    Ok(ps.to_vec())
 }
 
 /// Splits CPUs between client workers and the in-process simulator: different cores where

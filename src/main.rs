@@ -3,7 +3,7 @@
 //! 4 the client's own overhead made the run invalid). `anyhow` lives only here.
 
 use clap::Parser;
-use ringbench::cli::{Cli, Command, RunArgs, SimArgs};
+use ringbench::cli::{Cli, Command, ReportArgs, RunArgs, SimArgs};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -12,6 +12,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(&args),
         Command::Sim(args) => sim(&args),
+        Command::Report(args) => report(&args),
     };
     match result {
         Ok(code) => code,
@@ -50,6 +51,40 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(code as u8)
     })
+}
+
+/// `ringbench report DIR`: the summary again, from the records alone.
+fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    use ringbench::collector::{definitions::ToolView, replay};
+    let overrides = match args.overrides() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let summary = replay::recompute(&args.dir, &overrides)?;
+    let mut out = std::io::stdout().lock();
+    ringbench::report::print_console(&summary, &mut out)?;
+    if !args.definitions.is_empty() {
+        let (_, settings) = replay::settings(&args.dir, &overrides)?;
+        let mut views: Vec<ToolView> = args
+            .definitions
+            .iter()
+            .map(|&d| ToolView::new(d, settings.stream))
+            .collect();
+        replay::read_records(&args.dir, |r| views.iter_mut().for_each(|v| v.add(r)))?;
+        let figures: Vec<_> = views
+            .iter()
+            .map(|v| v.finish(&settings.percentiles))
+            .collect();
+        ringbench::report::print_definitions(&figures, &mut out)?;
+    }
+    if let Some(dir) = &args.out {
+        ringbench::report::write_summary_json(dir, &summary)?;
+        writeln!(out, "results written to {}", dir.display())?;
+    }
+    Ok(ExitCode::from(summary.exit_code() as u8))
 }
 
 fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
