@@ -127,6 +127,9 @@ pub struct RunArgs {
     /// No live progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Exports --out writes: vllm, aiperf, csv, all or none (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub export: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]
@@ -378,6 +381,14 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
     check_percentiles(ps)
 }
 
+/// `--export` (run and report): the formats to write; all when not given.
+pub fn exports_of(list: Option<&[String]>) -> Result<Vec<crate::export::ExportKind>, UsageError> {
+    match list {
+        None => Ok(crate::export::ALL.to_vec()),
+        Some(items) => crate::export::parse_list(items).map_err(UsageError),
+    }
+}
+
 fn check_percentiles(ps: &[f64]) -> Result<Vec<f64>, UsageError> {
     if let Some(p) = ps
         .iter()
@@ -492,6 +503,7 @@ impl RunArgs {
             max_lag_ms: self.max_lag,
             out_dir: self.out.clone(),
             progress: !self.quiet,
+            exports: exports_of(self.export.as_deref())?,
         })
     }
 }
@@ -582,6 +594,7 @@ mod tests {
             (&["--cpus", "9999"], "--cpus"),
             (&["--concurrency", "0"], "--concurrency"),
             (&["--header", "novalue"], "--header"),
+            (&["--export", "vllm,excel"], "--export"),
         ];
         for (args, want) in cases {
             let err = plan(args).unwrap_err();

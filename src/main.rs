@@ -56,7 +56,11 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// `ringbench report DIR`: the summary again, from the records alone.
 fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     use ringbench::collector::{definitions::ToolView, replay};
-    let overrides = match args.overrides() {
+    let parsed = args.overrides().and_then(|o| {
+        let kinds = ringbench::cli::exports_of(args.export.as_deref())?;
+        Ok((o, kinds))
+    });
+    let (overrides, exports) = match parsed {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e}");
@@ -82,6 +86,7 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(dir) = &args.out {
         ringbench::report::write_summary_json(dir, &summary)?;
+        ringbench::export::write_all(dir, &args.dir, &summary, &exports)?;
         writeln!(out, "results written to {}", dir.display())?;
     }
     Ok(ExitCode::from(summary.exit_code() as u8))

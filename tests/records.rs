@@ -206,3 +206,224 @@ fn definitions_skip_warmup_and_failures() {
     assert_eq!((f.ttft_ms.count, f.e2e_ms.count), (0, 0));
     assert_eq!(f.requests_per_s, None);
 }
+
+/// A run folder made by the collector from hand-built records: request A (the reasoning
+/// request above, sent at 0) and request B (sent at 10 ms: role chunk 11, tokens at 15, 17,
+/// 19, done 20, usage says 3), and a 503 sent at 12 ms that ends at 13 ms.
+fn hand_dir(name: &str, percentiles: Vec<f64>) -> (PathBuf, Summary) {
+    let dir = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut plan = Plan::defaults();
+    plan.percentiles = percentiles;
+    let mut c = ringbench::collector::Collector::new(&plan, Some(&dir)).unwrap();
+    let a = reasoning_request();
+    let mut b = Record {
+        id: 1,
+        sent_ns: Some(10 * MS),
+        intended_ns: 10 * MS,
+        head_ns: Some(11 * MS),
+        first_token_ns: Some(15 * MS),
+        first_output_ns: Some(15 * MS),
+        last_token_ns: Some(19 * MS),
+        done_ns: Some(20 * MS),
+        output_tokens: 3,
+        usage_completion_tokens: Some(3),
+        events: vec![
+            ev(11, 0, false, false),
+            ev(15, 1, true, false),
+            ev(17, 1, true, false),
+            ev(19, 1, true, false),
+        ],
+        ..reasoning_request()
+    };
+    b.input_tokens = 5;
+    let failed = Record {
+        id: 2,
+        outcome: Outcome::HttpStatus,
+        status: 503,
+        intended_ns: 12 * MS,
+        sent_ns: Some(12 * MS),
+        head_ns: Some(13 * MS),
+        done_ns: Some(13 * MS),
+        input_tokens: 9,
+        ..Default::default()
+    };
+    for r in [&a, &b, &failed] {
+        c.add(r);
+    }
+    let facts = ringbench::collector::RunFacts {
+        started_at: "2026-11-29T15:04:05Z".into(),
+        io_driver: "epoll".into(),
+        scheduled: 3,
+        ..Default::default()
+    };
+    let s = c.finish(&plan, facts).unwrap();
+    (dir, s)
+}
+
+/// Keys and value types of a `vllm bench serve --save-result --save-detailed
+/// --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 99` file, as
+/// `vllm/benchmarks/serve.py` builds it (`main_async` + `benchmark` + `process_one_metric`).
+const VLLM_SAMPLE: &str = r#"{"date": "20250101-120000", "endpoint_type": "openai-chat",
+ "backend": "openai-chat", "label": null, "model_id": "m", "tokenizer_id": "m",
+ "num_prompts": 3, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 1,
+ "duration": 0.028, "completed": 2, "failed": 1, "total_input_tokens": 12,
+ "total_output_tokens": 7, "request_throughput": 71.4, "request_goodput": null,
+ "output_throughput": 250.0, "total_token_throughput": 678.5,
+ "input_lens": [7, 5, 9], "output_lens": [4, 3, 0], "ttfts": [0.002, 0.001, 0.0],
+ "itls": [[0.008], [0.004], []], "generated_texts": ["", "", ""], "errors": ["", "", "x"],
+ "max_output_tokens_per_s": 7.0, "max_concurrent_requests": 3,
+ "mean_ttft_ms": 1.5, "median_ttft_ms": 1.5, "std_ttft_ms": 0.5, "p99_ttft_ms": 2.0,
+ "mean_tpot_ms": 1.0, "median_tpot_ms": 1.0, "std_tpot_ms": 0.0, "p99_tpot_ms": 1.0,
+ "mean_itl_ms": 1.0, "median_itl_ms": 1.0, "std_itl_ms": 0.0, "p99_itl_ms": 1.0,
+ "mean_e2el_ms": 24.0, "median_e2el_ms": 24.0, "std_e2el_ms": 4.0, "p99_e2el_ms": 28.0}"#;
+
+fn same_kind(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value::*;
+    matches!(
+        (a, b),
+        (Null, _)
+            | (_, Null)
+            | (Number(_), Number(_))
+            | (String(_), String(_))
+            | (Array(_), Array(_))
+            | (Bool(_), Bool(_))
+    ) || (a.is_string() && b.is_number()) // request_rate is "inf" or a number
+}
+
+#[test]
+fn vllm_export_has_vllms_keys_units_and_figures() {
+    use ringbench::export::{self, ExportKind};
+    let (dir, s) = hand_dir("vllm", vec![99.0]);
+    export::write_all(&dir, &dir, &s, &[ExportKind::Vllm]).unwrap();
+    let got: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("vllm_result.json")).unwrap()).unwrap();
+    let want: serde_json::Value = serde_json::from_str(VLLM_SAMPLE).unwrap();
+    for (k, v) in want.as_object().unwrap() {
+        let g = got.get(k).unwrap_or_else(|| panic!("vLLM key {k} missing"));
+        assert!(same_kind(v, g), "{k}: {g} is not like {v}");
+    }
+    // Figures, worked by hand. vLLM's TTFT is at the first chunk with choices (role-only
+    // chunks count): A 2 ms, B 1 ms → mean 1.5 ms; lists are in seconds.
+    assert_eq!(got["mean_ttft_ms"], 1.5);
+    assert_eq!(got["ttfts"], serde_json::json!([0.002, 0.001, 0.0]));
+    // ITL over chunks with choices: A 8, 10, 6; B 4, 2, 2 → mean 32/6 ms.
+    assert_eq!(got["itls"][1], serde_json::json!([0.004, 0.002, 0.002]));
+    assert!((got["mean_itl_ms"].as_f64().unwrap() - 32.0 / 6.0).abs() < 1e-9);
+    // TPOT = (E2E − TTFT)/(OSL − 1): A (28 − 2)/3, B (10 − 1)/2.
+    let tpot_a = (26 * MS / 3) as f64 / 1e6;
+    assert!((got["mean_tpot_ms"].as_f64().unwrap() - (tpot_a + 4.5) / 2.0).abs() < 1e-9);
+    assert_eq!(
+        (got["completed"].clone(), got["failed"].clone()),
+        (2.into(), 1.into())
+    );
+    assert_eq!(got["total_output_tokens"], 7);
+    assert_eq!(got["output_lens"], serde_json::json!([4, 3, 0]));
+    assert_eq!(got["errors"][2], "http_503");
+    // Duration from the first dispatch (0) to the last response (28 ms).
+    assert_eq!(got["duration"], 0.028);
+    assert_eq!(got["date"], "20261129-150405");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keys of AIPerf's `profile_export_aiperf.json` metric blocks and one
+/// `profile_export.jsonl` record, from AIPerf's `working-with-profile-exports.md`.
+const AIPERF_BLOCK_KEYS: [&str; 14] = [
+    "unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std",
+];
+const AIPERF_JSONL_SAMPLE: &str = r#"{"metadata": {"session_num": 45, "x_request_id": "a",
+ "x_correlation_id": "b", "conversation_id": "c", "turn_index": 0,
+ "request_start_ns": 1, "request_ack_ns": 2, "request_end_ns": 3, "worker_id": "w",
+ "record_processor_id": "r", "benchmark_phase": "profiling", "was_cancelled": false,
+ "cancellation_time_ns": null},
+ "metrics": {"input_sequence_length": {"value": 550, "unit": "tokens"},
+  "time_to_first_token": {"value": 255.9, "unit": "ms"},
+  "request_latency": {"value": 297.5, "unit": "ms"},
+  "inter_chunk_latency": {"value": [4.8, 5.3], "unit": "ms"},
+  "output_sequence_length": {"value": 9, "unit": "tokens"},
+  "inter_token_latency": {"value": 5.2, "unit": "ms"},
+  "output_token_throughput_per_user": {"value": 192.1, "unit": "tokens/sec/user"}},
+ "error": null}"#;
+
+#[test]
+fn aiperf_exports_have_aiperfs_shape_and_figures() {
+    use ringbench::export::{self, ExportKind};
+    let (dir, s) = hand_dir("aiperf", vec![50.0]);
+    export::write_all(&dir, &dir, &s, &[ExportKind::Aiperf]).unwrap();
+    let agg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("profile_export_aiperf.json")).unwrap())
+            .unwrap();
+    for metric in [
+        "request_latency",
+        "time_to_first_token",
+        "inter_token_latency",
+    ] {
+        for k in AIPERF_BLOCK_KEYS {
+            assert!(agg[metric].get(k).is_some(), "{metric}.{k} missing");
+        }
+    }
+    // AIPerf TTFT: first content or reasoning: A 10 ms, B 5 ms.
+    assert_eq!(agg["time_to_first_token"]["avg"], 7.5);
+    assert_eq!(agg["time_to_first_token"]["unit"], "ms");
+    // ITL = (E2E − TTFT)/(OSL − 1): A (28 − 10)/3 = 6, B (10 − 5)/2 = 2.5.
+    assert_eq!(agg["inter_token_latency"]["min"], 2.5);
+    assert_eq!(agg["inter_token_latency"]["max"], 6.0);
+    assert_eq!(
+        agg["request_count"],
+        serde_json::json!({"unit": "requests", "avg": 2.0})
+    );
+    assert_eq!(agg["total_osl"]["avg"], 7.0);
+    assert_eq!(agg["benchmark_duration"]["avg"], 0.028);
+    assert_eq!(agg["error_request_count"], 1);
+    assert_eq!(agg["error_summary"][0]["error_details"]["code"], 503);
+
+    let text = std::fs::read_to_string(dir.join("profile_export.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let want: serde_json::Value = serde_json::from_str(AIPERF_JSONL_SAMPLE).unwrap();
+    for part in ["metadata", "metrics"] {
+        for (k, v) in want[part].as_object().unwrap() {
+            let g = &lines[0][part][k];
+            assert!(!g.is_null() || v.is_null(), "{part}.{k} missing");
+            if let Some(unit) = v.get("unit") {
+                assert_eq!(&g["unit"], unit, "{part}.{k} unit");
+            }
+        }
+    }
+    assert_eq!(lines[0]["metrics"]["inter_token_latency"]["value"], 6.0);
+    assert_eq!(
+        lines[0]["metrics"]["output_token_throughput_per_user"]["value"],
+        1000.0 / 6.0
+    );
+    assert_eq!(lines[2]["error"]["code"], 503);
+    assert!(lines[2]["metrics"]["error_isl"].is_object());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn summary_csv_has_one_row_per_metric_and_statistic() {
+    let (dir, s) = hand_dir("csv", vec![50.0, 99.0]);
+    let csv = ringbench::export::csv::render(&s);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0],
+        ["metric", "statistic", "value", "unit", "small_sample"]
+    );
+    assert!(rows.iter().all(|r| r.len() == 5));
+    let find = |m: &str, st: &str| {
+        rows.iter()
+            .find(|r| r[0] == m && r[1] == st)
+            .unwrap_or_else(|| panic!("no row {m},{st}"))
+            .clone()
+    };
+    // Our TTFT: A 10 ms, B 5 ms.
+    assert_eq!(find("latency_ms.ttft", "mean")[2..4], ["7.5", "ms"]);
+    assert_eq!(find("latency_ms.ttft", "p99")[4], "true");
+    assert_eq!(find("counts.ok", "value")[2], "2");
+    assert_eq!(find("counts.failed_by_kind.http_503", "value")[2], "1");
+    assert_eq!(find("duration_s", "value")[3], "s");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

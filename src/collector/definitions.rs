@@ -66,11 +66,11 @@ impl Definitions {
         }
     }
 
-    fn ttft_ns(self, r: &Record) -> Option<u64> {
+    pub fn ttft_ns(self, r: &Record) -> Option<u64> {
         Some(self.first_ns(r)?.saturating_sub(r.sent_ns?))
     }
 
-    fn tpot_ns(self, r: &Record) -> Option<u64> {
+    pub fn tpot_ns(self, r: &Record) -> Option<u64> {
         let n = r.output_tokens as u64;
         match self {
             Definitions::Ringbench | Definitions::InferencePerf => r.tpot_ns(),
