@@ -30,6 +30,8 @@ pub enum Command {
     Sim(SimArgs),
     /// The client's own floor: rising rates against the in-process simulator.
     Calibrate(CalibrateArgs),
+    /// Recompute a run's summary from its requests.jsonl (other percentiles, SLOs, tools).
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -213,6 +215,9 @@ pub struct RunArgs {
     /// Run even if another ringbench is benchmarking the same endpoint on this host.
     #[arg(long)]
     pub allow_concurrent: bool,
+    /// Exports --out writes: vllm, aiperf, csv, all or none (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub export: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]
@@ -266,6 +271,50 @@ impl SimArgs {
 
 fn parse_fault(s: &str) -> Result<FaultSpec, String> {
     s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A `ringbench run --out` folder (requests.jsonl and run.json).
+    pub dir: PathBuf,
+    /// Percentiles every output carries, comma-separated (default: the run's).
+    #[arg(long, value_delimiter = ',')]
+    pub percentiles: Option<Vec<f64>>,
+    /// Per-request SLOs KEY:MS (ttft, tpot, itl, e2e, ntpot); default: the run's.
+    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
+    pub goodput: Option<Vec<String>>,
+    /// Also compute TTFT/ITL/TPOT/duration/throughput as these tools define them.
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
+    pub definitions: Vec<crate::collector::definitions::Definitions>,
+    /// Write summary.json and the exports here (the same files a run writes).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Which exports --out writes (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub export: Option<Vec<String>>,
+}
+
+impl ReportArgs {
+    pub fn overrides(&self) -> Result<crate::collector::replay::Overrides, UsageError> {
+        let percentiles = self
+            .percentiles
+            .as_deref()
+            .map(check_percentiles)
+            .transpose()?;
+        let goodput = self
+            .goodput
+            .as_ref()
+            .map(|g| {
+                g.iter()
+                    .map(|s| parse_slo(s))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        Ok(crate::collector::replay::Overrides {
+            percentiles,
+            goodput,
+        })
+    }
 }
 
 /// A flag that cannot be used as given: the message names it and says how to fix it.
@@ -449,6 +498,18 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
     let Some(ps) = &a.percentiles else {
         return Ok(DEFAULT_PERCENTILES.to_vec());
     };
+    check_percentiles(ps)
+}
+
+/// `--export` (run and report): the formats to write; all when not given.
+pub fn exports_of(list: Option<&[String]>) -> Result<Vec<crate::export::ExportKind>, UsageError> {
+    match list {
+        None => Ok(crate::export::ALL.to_vec()),
+        Some(items) => crate::export::parse_list(items).map_err(UsageError),
+    }
+}
+
+fn check_percentiles(ps: &[f64]) -> Result<Vec<f64>, UsageError> {
     if let Some(p) = ps
         .iter()
         .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
@@ -457,7 +518,7 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
             "--percentiles: {p} is not a percentile (use values in (0, 100], like 50,99,99.9)"
         ));
     }
-    Ok(ps.clone())
+    Ok(ps.to_vec())
 }
 
 /// Splits CPUs between client workers and the in-process simulator: different cores where
@@ -575,6 +636,7 @@ impl RunArgs {
             progress: !self.quiet,
             grace_ns: self.grace,
             allow_concurrent: self.allow_concurrent,
+            exports: exports_of(self.export.as_deref())?,
         })
     }
 }
@@ -665,6 +727,7 @@ mod tests {
             (&["--cpus", "9999"], "--cpus"),
             (&["--concurrency", "0"], "--concurrency"),
             (&["--header", "novalue"], "--header"),
+            (&["--export", "vllm,excel"], "--export"),
         ];
         for (args, want) in cases {
             let err = plan(args).unwrap_err();

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod cli;
 pub mod clock;
 pub mod collector;
+pub mod export;
 pub mod extract;
 pub mod http;
 pub mod plan;

@@ -3,7 +3,7 @@
 //! 4 the client's own overhead made the run invalid). `anyhow` lives only here.
 
 use clap::Parser;
-use ringbench::cli::{CalibrateArgs, Cli, Command, RunArgs, SimArgs};
+use ringbench::cli::{CalibrateArgs, Cli, Command, ReportArgs, RunArgs, SimArgs};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Sim(args) => sim(&args),
         Command::Calibrate(args) => calibrate(&args),
+        Command::Report(args) => report(&args),
     };
     match result {
         Ok(code) => code,
@@ -55,6 +56,45 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(code as u8)
     })
+}
+
+/// `ringbench report DIR`: the summary again, from the records alone.
+fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    use ringbench::collector::{definitions::ToolView, replay};
+    let parsed = args.overrides().and_then(|o| {
+        let kinds = ringbench::cli::exports_of(args.export.as_deref())?;
+        Ok((o, kinds))
+    });
+    let (overrides, exports) = match parsed {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let summary = replay::recompute(&args.dir, &overrides)?;
+    let mut out = std::io::stdout().lock();
+    ringbench::report::print_console(&summary, &mut out)?;
+    if !args.definitions.is_empty() {
+        let (_, settings) = replay::settings(&args.dir, &overrides)?;
+        let mut views: Vec<ToolView> = args
+            .definitions
+            .iter()
+            .map(|&d| ToolView::new(d, settings.stream))
+            .collect();
+        replay::read_records(&args.dir, |r| views.iter_mut().for_each(|v| v.add(r)))?;
+        let figures: Vec<_> = views
+            .iter()
+            .map(|v| v.finish(&settings.percentiles))
+            .collect();
+        ringbench::report::print_definitions(&figures, &mut out)?;
+    }
+    if let Some(dir) = &args.out {
+        ringbench::report::write_summary_json(dir, &summary)?;
+        ringbench::export::write_all(dir, &args.dir, &summary, &exports)?;
+        writeln!(out, "results written to {}", dir.display())?;
+    }
+    Ok(ExitCode::from(summary.exit_code() as u8))
 }
 
 fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {

@@ -145,6 +145,8 @@ pub struct Plan {
     pub grace_ns: u64,
     /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
     pub allow_concurrent: bool,
+    /// Exports written beside `summary.json` when `out_dir` is set (`--export`).
+    pub exports: Vec<crate::export::ExportKind>,
 }
 
 /// Header names whose values must never reach any output.
@@ -226,6 +228,7 @@ impl Plan {
             progress: false,
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
+            exports: crate::export::ALL.to_vec(),
         }
     }
 

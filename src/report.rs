@@ -6,6 +6,7 @@
 //! The console block follows `vllm bench serve`'s layout (`{:<40} {:<10}` rows, 50-column
 //! rules) so that readers coming from it find their figures where they expect them.
 
+use crate::collector::definitions::ToolFigures;
 use crate::collector::LiveCounts;
 use crate::summary::{percentile_label, Stats, Summary, FIXED_PERCENTILES};
 use std::fs::File;
@@ -247,6 +248,59 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  - {r}")?;
     }
     Ok(())
+}
+
+type StatsOf = fn(&ToolFigures) -> &Stats;
+type ScalarOf = fn(&ToolFigures) -> Option<f64>;
+
+/// Other tools' definitions side by side: one column per tool, one row per figure
+/// (mean / P50 / P99 for distributions). The percentiles shown are the fixed ones.
+pub fn print_definitions(figures: &[ToolFigures], out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "{}", rule(" Same run, other tools' definitions ", '='))?;
+    let mut head = format!("{:<24}", "figure");
+    figures
+        .iter()
+        .for_each(|f| head += &format!(" {:>14}", f.definitions.name()));
+    writeln!(out, "{head}")?;
+    let dists: [(&str, StatsOf); 4] = [
+        ("TTFT", |f| &f.ttft_ms),
+        ("TPOT", |f| &f.tpot_ms),
+        ("ITL", |f| &f.itl_ms),
+        ("E2E", |f| &f.e2e_ms),
+    ];
+    for (name, get) in dists {
+        for (stat, key) in [("mean", "mean"), ("P50", "p50"), ("P99", "p99")] {
+            let mut line = format!("{:<24}", format!("{name} {stat} (ms)"));
+            for f in figures {
+                let st = get(f);
+                let v = if key == "mean" {
+                    num(st.mean, 3)
+                } else {
+                    marked_n(st, key, 3)
+                };
+                line += &format!(" {v:>14}");
+            }
+            writeln!(out, "{line}")?;
+        }
+    }
+    let scalars: [(&str, ScalarOf); 3] = [
+        ("Duration (s)", |f| Some(f.duration_s)),
+        ("Requests/s", |f| f.requests_per_s),
+        ("Output tokens/s", |f| f.output_tokens_per_s),
+    ];
+    for (name, get) in scalars {
+        let mut line = format!("{name:<24}");
+        figures
+            .iter()
+            .for_each(|f| line += &format!(" {:>14}", num(get(f), 3)));
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "{}", "=".repeat(WIDTH))
+}
+
+fn marked_n(stats: &Stats, key: &str, decimals: usize) -> String {
+    let mark = if stats.is_small(key) { SMALL_MARK } else { "" };
+    format!("{}{mark}", num(stats.get(key), decimals))
 }
 
 /// `summary.json` in `dir`, written to a temporary name, synced, then renamed over the final

@@ -40,6 +40,8 @@ pub enum RunError {
     UringRefused,
     #[error("https is not supported yet; use an http:// URL")]
     HttpsUnsupported,
+    #[error("exports: {0}")]
+    Export(#[from] crate::export::ExportError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -239,6 +241,7 @@ pub fn run_with(
     if let Some(dir) = &plan.out_dir {
         crate::report::write_summary_json(dir, &summary)
             .map_err(io_err("cannot write summary.json"))?;
+        crate::export::write_all(dir, dir, &summary, &plan.exports)?;
     }
     Ok(summary)
 }

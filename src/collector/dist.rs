@@ -102,6 +102,15 @@ impl Dist {
         self.count
     }
 
+    /// Exact smallest and largest values; `None` when empty.
+    pub fn min_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.min_ns)
+    }
+
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max_ns)
+    }
+
     pub fn clamped(&self) -> u64 {
         self.clamped
     }

@@ -4,7 +4,8 @@
 //! leaves the figures trustworthy. Runs once, after the last record; never prints.
 
 use super::jsonl::RequestLog;
-use super::{Collector, Dist, Measured, RunFacts, WorkerStats};
+use super::sidecar::RunSidecar;
+use super::{Collector, Dist, Measured, RunFacts, Settings, WorkerStats};
 use crate::plan::Plan;
 use crate::summary::{
     Achieved, Counts, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput, Tokens,
@@ -20,15 +21,35 @@ const SATURATED_CPU_FRACTION: f64 = 0.95;
 const MIN_RATE_FRACTION: f64 = 0.99;
 
 impl Collector {
-    pub fn finish(self, plan: &Plan, facts: RunFacts) -> io::Result<Summary> {
+    /// Ends the run: closes `requests.jsonl`, writes the `run.json` sidecar beside it and
+    /// builds the summary. (`plan` is the one the collector was made from; its settings were
+    /// taken then.)
+    pub fn finish(mut self, _plan: &Plan, mut facts: RunFacts) -> io::Result<Summary> {
+        close_log(self.log.take(), self.log_error.take(), &mut facts.warnings);
+        let host = Host::detect();
+        if let Some(dir) = &self.out_dir {
+            let sidecar = RunSidecar::new(&facts, &host, &self.settings.config);
+            if let Err(e) = sidecar.write(dir) {
+                facts.warnings.push(format!(
+                    "{} could not be written ({e}): `ringbench report` cannot reprint this run",
+                    super::sidecar::FILE_NAME
+                ));
+            }
+        }
+        Ok(self.summarize(facts, host))
+    }
+
+    /// The summary of everything added so far. The same function serves a run and
+    /// `ringbench report`, which is why the report reproduces `summary.json` exactly.
+    pub fn summarize(&self, facts: RunFacts, host: Host) -> Summary {
+        let st = &self.settings;
         let mut warnings = facts.warnings.clone();
-        close_log(self.log, self.log_error, &mut warnings);
         let m = &self.m;
         let counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
         data_warnings(m, &mut warnings);
         let duration_ns = duration_ns(m);
         let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
-        let with_slos = !plan.goodput.is_empty();
+        let with_slos = !st.goodput.is_empty();
         let throughput = Throughput {
             requests_per_s: per_s(m.ok as f64),
             output_tokens_per_s: per_s(m.output_tokens as f64),
@@ -47,23 +68,22 @@ impl Collector {
             // Little's law: mean number in flight = total time in flight / time observed.
             concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
         };
-        let overhead = overhead(plan, &facts, m, &achieved, &mut warnings);
-        let config = serde_json::to_value(plan).map_err(io::Error::other)?;
-        Ok(Summary {
+        let overhead = overhead(st, &facts, m, &achieved, &mut warnings);
+        Summary {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(),
             started_at: facts.started_at,
-            host: Host::detect(),
-            config,
+            host,
+            config: st.config.clone(),
             counts,
             duration_s: duration_ns as f64 / NS_PER_S,
             throughput,
             target: TargetLoad {
-                request_rate: plan.target_rate(),
-                concurrency: plan.target_concurrency(),
+                request_rate: st.target_rate,
+                concurrency: st.target_concurrency,
             },
             achieved,
-            latency_ms: latency(m, &plan.percentiles),
+            latency_ms: latency(m, &st.percentiles),
             tokens: Tokens {
                 input_total: m.input_tokens,
                 output_total: m.output_tokens,
@@ -72,7 +92,7 @@ impl Collector {
             overhead,
             warnings,
             interrupted: facts.interrupted,
-        })
+        }
     }
 }
 
@@ -205,7 +225,7 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 }
 
 fn overhead(
-    plan: &Plan,
+    plan: &Settings,
     facts: &RunFacts,
     m: &Measured,
     achieved: &Achieved,
@@ -280,14 +300,14 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
 /// seeded Poisson schedule of n arrivals realizes the target only within about 1/√n (3% at
 /// n = 1000), so comparing with the target would fail good runs by chance.
 pub fn judge_overhead(
-    plan: &Plan,
+    plan: &Settings,
     achieved: &Achieved,
     sched_lag_p99_ms: Option<f64>,
     workers: &[WorkerStats],
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     let asked = plan
-        .target_rate()
+        .target_rate
         .map(|t| achieved.schedule_rate.unwrap_or(t));
     if let (Some(asked), Some(got)) = (asked, achieved.request_rate) {
         if got < MIN_RATE_FRACTION * asked {

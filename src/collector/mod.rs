@@ -10,12 +10,17 @@
 //! logged, nothing else; failures never enter a latency but are in goodput's denominator;
 //! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`.
 
+pub mod definitions;
 mod dist;
 mod finish;
 pub mod jsonl;
+pub mod replay;
+mod settings;
+pub mod sidecar;
 
 pub use dist::{new_histogram, Dist, HIST_MAX_NS, HIST_SIGFIG};
 pub use finish::judge_overhead;
+pub use settings::{Settings, SettingsError};
 
 use crate::plan::{Plan, Slo, SloMetric};
 use crate::record::{OslSource, Outcome, Record};
@@ -191,6 +196,10 @@ struct Measured {
 pub struct Collector {
     stream: bool,
     slos: Vec<Slo>,
+    /// What the summary needs from the plan; also written to the `run.json` sidecar.
+    settings: Settings,
+    /// Where `requests.jsonl` and the `run.json` sidecar go.
+    out_dir: Option<std::path::PathBuf>,
     log: Option<RequestLog>,
     /// The first error writing the log; the log stops there and the summary says so.
     log_error: Option<io::Error>,
@@ -202,16 +211,25 @@ pub struct Collector {
 impl Collector {
     /// Opens `out_dir/requests.jsonl` when a directory is given.
     pub fn new(plan: &Plan, out_dir: Option<&Path>) -> io::Result<Self> {
-        let log = out_dir.map(RequestLog::create).transpose()?;
-        Ok(Collector {
-            stream: plan.stream,
-            slos: plan.goodput.clone(),
-            log,
+        let mut c = Self::from_settings(Settings::from_plan(plan).map_err(io::Error::other)?);
+        c.log = out_dir.map(RequestLog::create).transpose()?;
+        c.out_dir = out_dir.map(Path::to_path_buf);
+        Ok(c)
+    }
+
+    /// A collector with no log, fed from a `requests.jsonl` by `ringbench report`.
+    pub fn from_settings(settings: Settings) -> Self {
+        Collector {
+            stream: settings.stream,
+            slos: settings.goodput.clone(),
+            settings,
+            out_dir: None,
+            log: None,
             log_error: None,
             live: LiveCounts::default(),
             warmup: 0,
             m: Measured::default(),
-        })
+        }
     }
 
     pub fn add(&mut self, rec: &Record) {

@@ -1,0 +1,272 @@
+//! Part of the exports (… → summary → report → **export**): `vllm_result.json`, the file
+//! `vllm bench serve --save-result --save-detailed` writes, with vLLM's key names, units
+//! and meanings: aggregates in ms (`mean_ttft_ms`, `median_…`, `std_…`, `p{P}_…` for each
+//! configured percentile, over ttft, tpot, itl and e2el), per-request lists in seconds
+//! (`ttfts`, `itls`), throughputs per second, `duration` in s.
+//!
+//! Format source: vLLM `vllm/benchmarks/serve.py` (`benchmark()` builds `result`,
+//! `process_one_metric` adds `mean_/median_/std_/p{p_word}_{metric}_ms`, `main_async` adds
+//! `date`, `endpoint_type`, `backend`, `label`, `model_id`, `tokenizer_id`, `num_prompts`,
+//! `request_rate`, `burstiness`, `max_concurrency`; `calculate_metrics` defines the figures
+//! and `max_output_tokens_per_s` / `max_concurrent_requests`), read in the public code
+//! corpus (neuralmagic/vllm at 32f5573e).
+//!
+//! Figures follow `Definitions::Vllm`. Differences that remain, stated: percentiles are
+//! nearest-rank from our 3-significant-digit histograms (numpy interpolates between
+//! samples), `generated_texts` are empty strings (ringbench does not keep response text),
+//! and requests never sent or in warm-up are left out (vLLM has neither).
+
+use super::{write_err, ExportError};
+use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
+use crate::collector::replay::read_records;
+use crate::record::{Outcome, Record};
+use crate::summary::{Stats, Summary};
+use serde_json::{json, Map, Value};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+pub const FILE_NAME: &str = "vllm_result.json";
+
+/// The request lists of `--save-detailed`, in vLLM's order.
+const LISTS: [&str; 6] = [
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "generated_texts",
+    "errors",
+];
+
+fn counted(r: &Record) -> bool {
+    !r.warmup && r.outcome.was_sent()
+}
+
+pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), ExportError> {
+    let head = aggregates(records, summary)?;
+    let path = out.join(FILE_NAME);
+    let file = std::fs::File::create(&path).map_err(write_err(&path))?;
+    let mut w = BufWriter::new(file);
+    let mut body = serde_json::to_string(&Value::Object(head)).unwrap_or_default();
+    body.pop(); // the closing brace: the lists follow
+    w.write_all(body.as_bytes()).map_err(write_err(&path))?;
+    for key in LISTS {
+        write!(w, ",\"{key}\":[").map_err(write_err(&path))?;
+        let mut first = true;
+        let mut failed: Option<std::io::Error> = None;
+        read_records(records, |r| {
+            if !counted(r) || failed.is_some() {
+                return;
+            }
+            let sep = if first { "" } else { "," };
+            first = false;
+            let item = list_item(key, r);
+            if let Err(e) = write!(w, "{sep}{item}") {
+                failed = Some(e);
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(write_err(&path)(e));
+        }
+        w.write_all(b"]").map_err(write_err(&path))?;
+    }
+    w.write_all(b"}\n").map_err(write_err(&path))?;
+    w.flush().map_err(write_err(&path))
+}
+
+/// One request's entry in one of the lists (vLLM: 0 / [] / "" for a failed request).
+fn list_item(key: &str, r: &Record) -> Value {
+    let ok = r.outcome == Outcome::Ok;
+    let s = |ns: u64| ns as f64 / 1e9;
+    match key {
+        "input_lens" => json!(r.input_tokens),
+        "output_lens" => json!(if ok { r.output_tokens } else { 0 }),
+        "ttfts" => json!(Definitions::Vllm.ttft_ns(r).filter(|_| ok).map_or(0.0, s)),
+        "itls" => {
+            let mut gaps = Vec::new();
+            if ok {
+                let last = r.events.iter().rposition(|e| e.carries_token());
+                let evs = last.map_or(&r.events[..0], |l| &r.events[..=l]);
+                gaps = evs.windows(2).map(|w| s(w[1].at_ns - w[0].at_ns)).collect();
+            }
+            json!(gaps)
+        }
+        "generated_texts" => json!(""),
+        _ => json!(if ok {
+            String::new()
+        } else {
+            r.outcome.kind_key(r.status)
+        }),
+    }
+}
+
+/// Everything but the lists: setup keys, totals, throughputs, peaks and the four metrics.
+fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, ExportError> {
+    let cfg = &summary.config;
+    let stream = cfg["stream"].as_bool().unwrap_or(true);
+    let mut view = ToolView::new(Definitions::Vllm, stream);
+    let (mut completed, mut failed, mut input, mut output) = (0u64, 0u64, 0u64, 0u64);
+    let mut first_sent: Option<u64> = None;
+    read_records(records, |r| {
+        if !counted(r) {
+            return;
+        }
+        view.add(r);
+        if r.outcome == Outcome::Ok {
+            completed += 1;
+            input += r.input_tokens as u64;
+            output += r.output_tokens as u64;
+            if let Some(s) = r.sent_ns {
+                first_sent = Some(first_sent.map_or(s, |f| f.min(s)));
+            }
+        } else {
+            failed += 1;
+        }
+    })?;
+    let mut peaks = Peaks {
+        origin_ns: first_sent.unwrap_or(0),
+        chunks: Vec::new(),
+        active: Vec::new(),
+    };
+    read_records(records, |r| {
+        if counted(r) && r.outcome == Outcome::Ok {
+            peaks.add(r);
+        }
+    })?;
+    let percentiles = summary_percentiles(summary);
+    let f = view.finish(&percentiles);
+    let per_s = |n: u64| (f.duration_s > 0.0).then(|| n as f64 / f.duration_s);
+    let endpoint = cfg["endpoint"].as_str().unwrap_or("chat");
+    let backend = if endpoint == "chat" {
+        "openai-chat"
+    } else {
+        "openai"
+    };
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("date", json!(vllm_date(&summary.started_at)));
+    put("endpoint_type", json!(backend));
+    put("backend", json!(backend));
+    put("label", Value::Null);
+    put("model_id", cfg["model"].clone());
+    put("tokenizer_id", cfg["model"].clone());
+    put("num_prompts", json!(summary.counts.scheduled));
+    put(
+        "request_rate",
+        summary
+            .target
+            .request_rate
+            .map_or(json!("inf"), |r| json!(r)),
+    );
+    put(
+        "burstiness",
+        json!(cfg["load"]["arrival"]["burstiness"].as_f64().unwrap_or(1.0)),
+    );
+    put("max_concurrency", json!(summary.target.concurrency));
+    put("duration", json!(f.duration_s));
+    put("completed", json!(completed));
+    put("failed", json!(failed));
+    put("total_input_tokens", json!(input));
+    put("total_output_tokens", json!(output));
+    put("request_throughput", json!(per_s(completed)));
+    let good = summary
+        .throughput
+        .good_fraction
+        .map(|g| g * summary.counts.sent as f64);
+    put(
+        "request_goodput",
+        json!(good.and_then(|g| (f.duration_s > 0.0).then(|| g / f.duration_s))),
+    );
+    put("output_throughput", json!(per_s(output)));
+    put("total_token_throughput", json!(per_s(input + output)));
+    let (tok, conc) = peaks.max();
+    put("max_output_tokens_per_s", json!(tok));
+    put("max_concurrent_requests", json!(conc));
+    metric_keys(&mut m, "ttft", &f.ttft_ms, &percentiles);
+    metric_keys(&mut m, "tpot", &f.tpot_ms, &percentiles);
+    metric_keys(&mut m, "itl", &f.itl_ms, &percentiles);
+    metric_keys(&mut m, "e2el", &f.e2e_ms, &percentiles);
+    Ok(m)
+}
+
+fn summary_percentiles(summary: &Summary) -> Vec<f64> {
+    summary.config["percentiles"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_else(|| vec![99.0])
+}
+
+/// `mean_/median_/std_/p{P}_{name}_ms`; vLLM writes 0 for an empty list (`np.mean(0)`).
+fn metric_keys(m: &mut Map<String, Value>, name: &str, st: &Stats, percentiles: &[f64]) {
+    let v = |x: Option<f64>| json!(x.unwrap_or(0.0));
+    m.insert(format!("mean_{name}_ms"), v(st.mean));
+    m.insert(format!("median_{name}_ms"), v(st.p50));
+    m.insert(format!("std_{name}_ms"), v(st.std));
+    for &p in percentiles {
+        let word = if p.fract() == 0.0 {
+            format!("{}", p as u64)
+        } else {
+            format!("{p}")
+        };
+        let key = crate::summary::percentile_key(p);
+        m.insert(format!("p{word}_{name}_ms"), v(st.get(&key)));
+    }
+}
+
+/// `20261129-150000` from an RFC 3339 start (vLLM's `%Y%m%d-%H%M%S`).
+fn vllm_date(rfc3339: &str) -> String {
+    let digits: String = rfc3339.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 14 {
+        return rfc3339.to_string();
+    }
+    format!("{}-{}", &digits[..8], &digits[8..14])
+}
+
+/// vLLM's peak figures: chunks with `choices` per whole second since the first request's
+/// start, and requests active in each second (start to end, inclusive). Indexed by second,
+/// so memory follows the run's length in seconds, not its requests.
+struct Peaks {
+    origin_ns: u64,
+    chunks: Vec<u64>,
+    active: Vec<u64>,
+}
+
+impl Peaks {
+    fn slot(v: &mut Vec<u64>, i: usize) -> &mut u64 {
+        if v.len() <= i {
+            v.resize(i + 1, 0);
+        }
+        &mut v[i]
+    }
+
+    fn add(&mut self, r: &Record) {
+        let sec = |ns: u64| (ns.saturating_sub(self.origin_ns) / 1_000_000_000) as usize;
+        let (Some(sent), Some(done)) = (r.sent_ns, r.done_ns) else {
+            return;
+        };
+        let last = r.events.iter().rposition(|e| e.carries_token());
+        for e in last.map_or(&r.events[..0], |l| &r.events[..=l]) {
+            *Self::slot(&mut self.chunks, sec(e.at_ns)) += 1;
+        }
+        for s in sec(sent)..=sec(done) {
+            *Self::slot(&mut self.active, s) += 1;
+        }
+    }
+
+    /// (max chunks in one second, max requests active in one second).
+    fn max(&self) -> (f64, u64) {
+        let top = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+        (top(&self.chunks) as f64, top(&self.active))
+    }
+}
+
+/// The vLLM figures of a run, for tests and for `report`.
+pub fn figures(records: &Path, summary: &Summary) -> Result<ToolFigures, ExportError> {
+    let mut view = ToolView::new(
+        Definitions::Vllm,
+        summary.config["stream"].as_bool().unwrap_or(true),
+    );
+    read_records(records, |r| view.add(r))?;
+    Ok(view.finish(&summary_percentiles(summary)))
+}
