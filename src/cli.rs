@@ -27,6 +27,12 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// The null-server simulator, in the foreground until stopped.
     Sim(SimArgs),
+    /// A run per load point, then the curve, the knee and the SLO crossing.
+    Sweep(Box<crate::cli_sweep::SweepArgs>),
+    /// The highest concurrency (or rate) that meets the SLOs, found adaptively.
+    Search(Box<crate::cli_sweep::SearchArgs>),
+    /// Two runs or sweeps side by side.
+    Compare(crate::cli_sweep::CompareArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -125,6 +131,12 @@ pub struct RunArgs {
     /// No live progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Built-in simulator's load model: extra TTFT ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_ttft_per_inflight_ms: f64,
+    /// Built-in simulator's load model: extra ITL ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_itl_per_inflight_ms: f64,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +158,12 @@ pub struct SimArgs {
     pub model: String,
     #[arg(long, value_enum, default_value = "auto")]
     pub io_driver: IoDriver,
+    /// Load model: extra TTFT ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_per_inflight_ms: f64,
+    /// Load model: extra ITL ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_per_inflight_ms: f64,
 }
 
 /// A flag that cannot be used as given: the message names it and says how to fix it.
@@ -397,12 +415,19 @@ impl RunArgs {
         {
             return usage("--sim-ttft-ms/--sim-itl-ms must be ≥ 0 and --sim-tokens-per-chunk ≥ 1");
         }
+        if target.is_none()
+            && !(self.sim_ttft_per_inflight_ms >= 0.0 && self.sim_itl_per_inflight_ms >= 0.0)
+        {
+            return usage("--sim-ttft-per-inflight-ms/--sim-itl-per-inflight-ms must be ≥ 0");
+        }
         let (cpus, sim_cpus) = cpus_of(self)?;
         let sim = target.is_none().then_some(SimSettings {
             ttft_ms: self.sim_ttft_ms,
             itl_ms: self.sim_itl_ms,
             tokens_per_chunk: self.sim_tokens_per_chunk,
             cpus: sim_cpus,
+            ttft_per_inflight_ms: self.sim_ttft_per_inflight_ms,
+            itl_per_inflight_ms: self.sim_itl_per_inflight_ms,
         });
         let goodput = self
             .goodput

@@ -9,11 +9,15 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod cli_sweep;
 pub mod clock;
 pub mod collector;
+pub mod compare;
 pub mod extract;
+pub mod html;
 pub mod http;
 pub mod plan;
+pub mod plot;
 pub mod record;
 pub mod report;
 pub mod run;
@@ -21,5 +25,6 @@ pub mod schedule;
 pub mod sim;
 pub mod sse;
 pub mod summary;
+pub mod sweep;
 pub mod timer;
 pub mod worker;

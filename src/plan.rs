@@ -103,6 +103,9 @@ pub struct SimSettings {
     pub itl_ms: f64,
     pub tokens_per_chunk: u32,
     pub cpus: Vec<usize>,
+    /// Load model (0 = off): extra TTFT/ITL ms per other request in flight.
+    pub ttft_per_inflight_ms: f64,
+    pub itl_per_inflight_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -191,6 +194,8 @@ impl Plan {
                 itl_ms: 0.0,
                 tokens_per_chunk: 1,
                 cpus: vec![],
+                ttft_per_inflight_ms: 0.0,
+                itl_per_inflight_ms: 0.0,
             }),
             endpoint: Endpoint::Chat,
             model: None,

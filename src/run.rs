@@ -95,6 +95,8 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
         itl_ms: s.itl_ms,
         tokens_per_chunk: s.tokens_per_chunk,
         io_driver: plan.io_driver,
+        ttft_per_inflight_ms: s.ttft_per_inflight_ms,
+        itl_per_inflight_ms: s.itl_per_inflight_ms,
         ..crate::sim::SimConfig::default()
     };
     let handle = crate::sim::start(cfg).map_err(RunError::Sim)?;

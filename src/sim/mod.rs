@@ -36,6 +36,7 @@
 mod conn;
 mod fdwait;
 mod format;
+mod load_model;
 mod request;
 mod server;
 mod stats;
@@ -72,6 +73,9 @@ pub struct SimConfig {
     /// Served by `/v1/models` and echoed when a request names none.
     pub model: String,
     pub io_driver: IoDriver,
+    /// Load model (off at 0): extra ms of TTFT and of ITL per other request in flight.
+    pub ttft_per_inflight_ms: f64,
+    pub itl_per_inflight_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -85,6 +89,8 @@ impl Default for SimConfig {
             tokens_per_chunk: 1,
             model: "ringbench-sim".into(),
             io_driver: IoDriver::Auto,
+            ttft_per_inflight_ms: 0.0,
+            itl_per_inflight_ms: 0.0,
         }
     }
 }
@@ -96,6 +102,7 @@ pub(crate) struct Settings {
     pub itl_ns: u64,
     pub tokens_per_chunk: u32,
     pub model: String,
+    pub load: load_model::LoadModel,
 }
 
 impl Settings {
@@ -108,6 +115,10 @@ impl Settings {
                 n => n,
             },
             model: cfg.model.clone(),
+            load: load_model::LoadModel::new(
+                ms_to_ns("ttft_per_inflight_ms", cfg.ttft_per_inflight_ms)?,
+                ms_to_ns("itl_per_inflight_ms", cfg.itl_per_inflight_ms)?,
+            ),
         })
     }
 }
