@@ -95,9 +95,10 @@ fn fmt_opt(v: Option<f64>) -> String {
 
 fn print_point(p: &Point) {
     let t = &p.throughput_requests_per_s;
-    let spread = t
-        .rel_spread
-        .map_or(String::new(), |r| format!(" ±{:.0}%", r * 50.0));
+    let spread = match t.rel_spread {
+        Some(r) if p.runs.len() > 1 => format!(" (spread {:.1}%)", r * 100.0),
+        _ => String::new(),
+    };
     let slos: Vec<String> = p
         .slos
         .iter()

@@ -109,7 +109,7 @@ impl Chart {
         c.configure_mesh()
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
-            .light_line_style(RGBColor(235, 235, 235))
+            .light_line_style(WHITE)
             .draw()?;
         let (xr, yr) = (c.x_range(), c.y_range());
         for (i, (name, pts)) in self.series.iter().enumerate() {

@@ -1,7 +1,8 @@
 //! Sweep and search end to end, on the built-in simulator with its load model on (TTFT grows
-//! 1 ms per other request in flight), so the SLO crossing is known: ttft ≈ 2 + (c − 1) ms,
-//! and `ttft:p95<40ms` holds up to about 38 users. The search must land within 5% of what a
-//! one-user-step sweep finds. Points are short (200 requests of 2 tokens); runs are
+//! 4 ms per other request in flight), so the SLO crossing is known: ttft ≈ 2 + 4(c − 1) ms,
+//! and `ttft:p95<160ms` holds up to 40 users (a steep slope, so a few ms of scheduling
+//! noise on a busy machine moves it by under one user). The search must land within 5% of
+//! what a one-user-step sweep finds. Points are short (200 requests of 2 tokens); runs are
 //! serialized with one lock, as in e2e.rs.
 
 use ringbench::plan::{Load, Plan};
@@ -25,7 +26,7 @@ fn sim_plan() -> Plan {
     let sim = p.sim.as_mut().unwrap();
     sim.cpus = vec![cpus[cpus.len() - 1]];
     sim.ttft_ms = 2.0;
-    sim.ttft_per_inflight_ms = 1.0;
+    sim.ttft_per_inflight_ms = 4.0;
     p.output_tokens = 2;
     p.stop.request_count = Some(200);
     p
@@ -35,7 +36,7 @@ fn spec() -> PointSpec {
     PointSpec {
         axis: Axis::Concurrency,
         repeats: 1,
-        slos: vec![SloBound::parse("ttft:p95<40ms").unwrap()],
+        slos: vec![SloBound::parse("ttft:p95<160ms").unwrap()],
         warmup_given: false,
     }
 }
@@ -59,7 +60,7 @@ fn search_agrees_with_a_fine_sweep_within_five_percent() {
         .expect("the fine sweep has a passing point");
     assert!(
         (33.0..=43.0).contains(&swept),
-        "the load model puts the crossing near 38 users, the sweep says {swept}"
+        "the load model puts the crossing near 40 users, the sweep says {swept}"
     );
     let s = SearchSpec {
         axis: Axis::Concurrency,
@@ -100,7 +101,7 @@ fn sweep_finds_a_knee_and_writes_json_and_csv() {
     })
     .unwrap();
     assert_eq!(seen, loads.len());
-    // Throughput c / (2 + (c − 1)) per ms saturates near 1000 req/s: the knee is early.
+    // Throughput c / (2 + 4(c − 1)) per ms saturates near 250 req/s: the knee is early.
     let knee = s
         .analysis
         .knee
@@ -134,7 +135,7 @@ fn sweep_finds_a_knee_and_writes_json_and_csv() {
         .lines()
         .next()
         .unwrap()
-        .contains("\"slo ttft:p95<40ms\""));
+        .contains("\"slo ttft:p95<160ms\""));
     for l in &loads {
         assert!(dir
             .join(sweep::point_dir_name(Axis::Concurrency, *l, 0))
@@ -165,8 +166,8 @@ fn report_is_self_contained_and_plots_carry_data(dir: &std::path::Path, s: &swee
     assert!(throughput.contains("Throughput vs load"));
     assert_eq!(
         throughput.matches("<circle").count(),
-        s.points.len(),
-        "one marker per point"
+        2 * s.points.len(),
+        "one marker per point, for throughput and for goodput"
     );
     for svg in &svgs {
         assert!(svg.contains("<polyline"), "every plot draws a line");
@@ -175,7 +176,7 @@ fn report_is_self_contained_and_plots_carry_data(dir: &std::path::Path, s: &swee
         .iter()
         .find(|v| v.contains("TTFT percentiles"))
         .unwrap();
-    assert!(ttft.contains("SLO ttft:p95&lt;40ms") || ttft.contains("SLO ttft:p95<40ms"));
+    assert!(ttft.contains("SLO ttft:p95&lt;160ms") || ttft.contains("SLO ttft:p95<160ms"));
     assert!(ttft.contains("SLO crossing"));
     assert!(
         svgs.iter().any(|v| v.contains("CDF of TTFT"))

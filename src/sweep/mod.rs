@@ -196,9 +196,30 @@ pub fn plan_at(base: &Plan, spec: &PointSpec, load: f64, out: Option<PathBuf>) -
             }
         }
     }
+    if p.goodput.is_empty() {
+        p.goodput = spec.slos.iter().filter_map(per_request_slo).collect();
+    }
     p.out_dir = out;
     p.progress = false;
     p
+}
+
+/// Goodput needs per-request bounds: without `--goodput`, each `--slo` on a metric that has a
+/// per-request form bounds every request by the same number (ttft:p95<500ms → ttft ≤ 500 ms).
+fn per_request_slo(b: &SloBound) -> Option<crate::plan::Slo> {
+    use crate::plan::SloMetric;
+    let metric = match b.metric.as_str() {
+        "ttft" => SloMetric::Ttft,
+        "tpot" => SloMetric::Tpot,
+        "itl" => SloMetric::Itl,
+        "e2e" => SloMetric::E2e,
+        "ntpot" => SloMetric::Ntpot,
+        _ => return None,
+    };
+    Some(crate::plan::Slo {
+        metric,
+        max_ms: b.max_ms,
+    })
 }
 
 /// Why a sweep or search stopped.
