@@ -81,6 +81,8 @@ fn plan_for(cfg: &CalibrateConfig, rate: f64) -> Plan {
         tokens_per_chunk: 1,
         cpus: cfg.sim_cpus.clone(),
         faults: Default::default(),
+        ttft_per_inflight_ms: 0.0,
+        itl_per_inflight_ms: 0.0,
     });
     p.load = Load::Open {
         request_rate: rate,

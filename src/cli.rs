@@ -32,6 +32,12 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Recompute a run's summary from its requests.jsonl (other percentiles, SLOs, tools).
     Report(ReportArgs),
+    /// A run per load point, then the curve, the knee and the SLO crossing.
+    Sweep(Box<crate::cli_sweep::SweepArgs>),
+    /// The highest concurrency (or rate) that meets the SLOs, found adaptively.
+    Search(Box<crate::cli_sweep::SearchArgs>),
+    /// Two runs or sweeps side by side.
+    Compare(crate::cli_sweep::CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +224,12 @@ pub struct RunArgs {
     /// Exports --out writes: vllm, aiperf, csv, all or none (comma-separated; default all).
     #[arg(long, value_delimiter = ',')]
     pub export: Option<Vec<String>>,
+    /// Built-in simulator's load model: extra TTFT ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_ttft_per_inflight_ms: f64,
+    /// Built-in simulator's load model: extra ITL ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub sim_itl_per_inflight_ms: f64,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +266,12 @@ pub struct SimArgs {
     /// How long slow_head takes to trickle the head out, ms.
     #[arg(long, default_value_t = 200)]
     pub fault_slow_head_ms: u64,
+    /// Load model: extra TTFT ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_per_inflight_ms: f64,
+    /// Load model: extra ITL ms per other request in flight (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_per_inflight_ms: f64,
 }
 
 impl SimArgs {
@@ -578,6 +596,11 @@ impl RunArgs {
         {
             return usage("--sim-ttft-ms/--sim-itl-ms must be ≥ 0 and --sim-tokens-per-chunk ≥ 1");
         }
+        if target.is_none()
+            && !(self.sim_ttft_per_inflight_ms >= 0.0 && self.sim_itl_per_inflight_ms >= 0.0)
+        {
+            return usage("--sim-ttft-per-inflight-ms/--sim-itl-per-inflight-ms must be ≥ 0");
+        }
         let (cpus, sim_cpus) = cpus_of(self)?;
         let sim = target.is_none().then_some(SimSettings {
             ttft_ms: self.sim_ttft_ms,
@@ -590,6 +613,8 @@ impl RunArgs {
                 stall_ms: self.sim_fault_stall_ms,
                 ..FaultConfig::default()
             },
+            ttft_per_inflight_ms: self.sim_ttft_per_inflight_ms,
+            itl_per_inflight_ms: self.sim_itl_per_inflight_ms,
         });
         check_faults(&self.sim_faults)
             .map_err(|e| UsageError(e.replace("--fault", "--sim-fault")))?;

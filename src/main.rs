@@ -4,6 +4,8 @@
 
 use clap::Parser;
 use ringbench::cli::{CalibrateArgs, Cli, Command, ReportArgs, RunArgs, SimArgs};
+use ringbench::cli_sweep::{CompareArgs, SearchArgs, SweepArgs};
+use ringbench::sweep::{Point, Sweep};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -14,6 +16,9 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim(&args),
         Command::Calibrate(args) => calibrate(&args),
         Command::Report(args) => report(&args),
+        Command::Sweep(args) => sweep(&args),
+        Command::Search(args) => search(&args),
+        Command::Compare(args) => compare(&args),
     };
     match result {
         Ok(code) => code,
@@ -45,6 +50,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     ringbench::report::print_console(&summary, &mut out)?;
     if let Some(dir) = &plan.out_dir {
+        ringbench::html::write_run_report(dir, &summary)?;
         writeln!(out, "results written to {}", dir.display())?;
     }
     if summary.interrupted {
@@ -118,6 +124,8 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         },
+        ttft_per_inflight_ms: args.ttft_per_inflight_ms,
+        itl_per_inflight_ms: args.itl_per_inflight_ms,
     };
     ringbench::run::raise_fd_limit();
     let handle = ringbench::sim::start(cfg)?;
@@ -144,6 +152,99 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.out {
         ringbench::report::write_json_atomic(dir, "calibrate.json", &cal)?;
         writeln!(out, "written to {}", dir.join("calibrate.json").display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage_exit(e: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("error: {e}");
+    Ok(ExitCode::from(2))
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+fn print_point(p: &Point) {
+    let t = &p.throughput_requests_per_s;
+    let spread = match t.rel_spread {
+        Some(r) if p.runs.len() > 1 => format!(" (spread {:.1}%)", r * 100.0),
+        _ => String::new(),
+    };
+    let slos: Vec<String> = p
+        .slos
+        .iter()
+        .map(|c| {
+            format!(
+                "{}={}",
+                c.slo.split('<').next().unwrap_or(""),
+                fmt_opt(c.value_ms.median)
+            )
+        })
+        .collect();
+    let verdict = match (p.slos.is_empty(), p.pass) {
+        (true, _) => "",
+        (false, true) => "PASS",
+        (false, false) => "FAIL",
+    };
+    println!(
+        "load {:>8}  {verdict:4}  {} req/s{spread}  goodput {}  achieved conc {} rate {}  {}",
+        p.load,
+        fmt_opt(t.median),
+        fmt_opt(p.goodput_requests_per_s.median),
+        fmt_opt(p.achieved_concurrency.median),
+        fmt_opt(p.achieved_request_rate.median),
+        slos.join(" ")
+    );
+    for w in &p.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+fn print_analysis(s: &Sweep) {
+    let a = &s.analysis;
+    match &a.knee {
+        Some(k) => println!(
+            "knee: load {} at {:.2} req/s — {}",
+            k.load, k.throughput, k.method
+        ),
+        None => println!("knee: none ({})", a.knee_note.as_deref().unwrap_or("")),
+    }
+    if !s.slos.is_empty() {
+        println!(
+            "highest passing load: {}; SLO crossing: {} ({})",
+            a.highest_pass.map_or("none".into(), |x| x.to_string()),
+            a.slo_crossing.map_or("none".into(), |x| format!("{x:.2}")),
+            a.crossing_note.as_deref().unwrap_or("")
+        );
+    }
+}
+
+fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
+    let (plan, spec, loads) = match args.resolve() {
+        Ok(r) => r,
+        Err(e) => return usage_exit(e),
+    };
+    println!(
+        "sweep over {} {:?}, {} repeat(s) per point",
+        spec.axis.name(),
+        loads,
+        spec.repeats
+    );
+    let cooldown = std::time::Duration::from_nanos(args.own.common.cooldown);
+    let out = plan.out_dir.clone();
+    let result = ringbench::sweep::sweep(&plan, &spec, &loads, cooldown, out.as_deref(), |p| {
+        print_point(p)
+    })?;
+    print_analysis(&result);
+    if let Some(dir) = &out {
+        ringbench::sweep::output::write_sweep(dir, &result)?;
+        let html = ringbench::html::write_sweep_report(dir, &result)?;
+        println!(
+            "results written to {} (report: {})",
+            dir.display(),
+            html.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -190,4 +291,91 @@ mod signals {
             libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
         }
     }
+}
+
+fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let (plan, point_spec, spec) = match args.resolve() {
+        Ok(r) => r,
+        Err(e) => return usage_exit(e),
+    };
+    let out = plan.out_dir.clone();
+    let cooldown = std::time::Duration::from_nanos(args.common.cooldown);
+    let mut first = true;
+    let measure = |load: f64| {
+        if !std::mem::take(&mut first) {
+            std::thread::sleep(cooldown);
+        }
+        ringbench::sweep::measure(&plan, &point_spec, out.as_deref(), load)
+    };
+    let result = ringbench::sweep::search::search(&spec, measure, |p| {
+        println!(
+            "probe {:>2} {:6} load {:>9}  {}{}  values {:?}  bracket [{}, {}]",
+            p.iteration,
+            p.phase,
+            p.load,
+            if p.pass_raw { "pass" } else { "FAIL" },
+            if p.pass_raw != p.pass_smoothed {
+                " (smoothed: flipped)"
+            } else {
+                ""
+            },
+            p.values_ms.iter().map(|v| fmt_opt(*v)).collect::<Vec<_>>(),
+            p.bracket.0.map_or("-".into(), |x| x.to_string()),
+            p.bracket.1.map_or("-".into(), |x| x.to_string()),
+        );
+        let _ = std::io::stdout().flush();
+    })?;
+    println!(
+        "answer: {} = {} (crossing ≈ {}; {}{})",
+        spec.axis.name(),
+        result.answer.map_or("none".into(), |x| x.to_string()),
+        fmt_opt(result.crossing),
+        result.stop_reason,
+        if result.converged {
+            ""
+        } else {
+            "; NOT converged"
+        }
+    );
+    if let Some(dir) = &out {
+        ringbench::sweep::output::write_search(dir, &result)?;
+        println!("history written to {}", dir.join("search.json").display());
+    }
+    Ok(if result.answer.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    use ringbench::compare::{compare, load, CompareError};
+    let loaded = load(&args.a).and_then(|a| Ok((a, load(&args.b)?)));
+    let rows = match loaded.and_then(|(a, b)| compare(&a, &b, (&args.a, &args.b))) {
+        Ok(rows) => rows,
+        Err(e @ (CompareError::NotFound(_) | CompareError::Mixed(..))) => return usage_exit(e),
+        Err(e) => return Err(e.into()),
+    };
+    println!("A = {}\nB = {}", args.a.display(), args.b.display());
+    println!(
+        "{:<36} {:>12} {:>12} {:>9} {:>10}  beyond spread?",
+        "figure", "A", "B", "change", "spread"
+    );
+    for r in &rows {
+        println!(
+            "{:<36} {:>12} {:>12} {:>9} {:>10}  {}",
+            r.name,
+            fmt_opt(r.a),
+            fmt_opt(r.b),
+            r.change
+                .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+            fmt_opt(r.spread),
+            match r.significant {
+                Some(true) => "YES",
+                Some(false) => "no",
+                None => "unknown (no repeats)",
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -105,6 +105,9 @@ pub struct SimSettings {
     pub cpus: Vec<usize>,
     /// Faults injected by the built-in simulator (`--sim-fault`).
     pub faults: crate::sim::fault::FaultConfig,
+    /// Load model (0 = off): extra TTFT/ITL ms per other request in flight.
+    pub ttft_per_inflight_ms: f64,
+    pub itl_per_inflight_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -200,6 +203,8 @@ impl Plan {
                 tokens_per_chunk: 1,
                 cpus: vec![],
                 faults: crate::sim::fault::FaultConfig::default(),
+                ttft_per_inflight_ms: 0.0,
+                itl_per_inflight_ms: 0.0,
             }),
             endpoint: Endpoint::Chat,
             model: None,

@@ -99,6 +99,8 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
         tokens_per_chunk: s.tokens_per_chunk,
         io_driver: plan.io_driver,
         faults: s.faults.clone(),
+        ttft_per_inflight_ms: s.ttft_per_inflight_ms,
+        itl_per_inflight_ms: s.itl_per_inflight_ms,
         ..crate::sim::SimConfig::default()
     };
     let handle = crate::sim::start(cfg).map_err(RunError::Sim)?;

@@ -275,10 +275,11 @@ impl Conn {
         let s = self.shared.settings.clone();
         let per = s.tokens_per_chunk;
         let events = plan.max_tokens.div_ceil(per);
-        let first_ns = arrival + s.ttft_ns;
+        let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
+        let first_ns = arrival + ttft_ns;
         let model = std::mem::take(&mut self.model);
         let reply = reply_of(&plan, &model, self.next_seq());
-        let due = |event: u32| first_ns + u64::from(event) * s.itl_ns;
+        let due = |event: u32| first_ns + u64::from(event) * itl_ns;
         let mut next = 0u32;
         while next < events {
             self.sleep_until(due(next)).await?;
@@ -308,8 +309,8 @@ impl Conn {
     async fn whole_reply(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
         let s = self.shared.settings.clone();
         let last = u64::from(plan.max_tokens.saturating_sub(1));
-        self.sleep_until(arrival + s.ttft_ns + last * s.itl_ns)
-            .await?;
+        let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
+        self.sleep_until(arrival + ttft_ns + last * itl_ns).await?;
         let model = std::mem::take(&mut self.model);
         let reply = reply_of(&plan, &model, self.next_seq());
         format::whole_body(&mut self.ev, &reply, mono_ns());

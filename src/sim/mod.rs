@@ -37,6 +37,7 @@ mod conn;
 pub mod fault;
 mod fdwait;
 mod format;
+mod load_model;
 mod request;
 mod server;
 mod stats;
@@ -75,6 +76,9 @@ pub struct SimConfig {
     pub io_driver: IoDriver,
     /// Injected faults (`--fault KIND:PROB`), none by default.
     pub faults: fault::FaultConfig,
+    /// Load model (off at 0): extra ms of TTFT and of ITL per other request in flight.
+    pub ttft_per_inflight_ms: f64,
+    pub itl_per_inflight_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -89,6 +93,8 @@ impl Default for SimConfig {
             model: "ringbench-sim".into(),
             io_driver: IoDriver::Auto,
             faults: fault::FaultConfig::default(),
+            ttft_per_inflight_ms: 0.0,
+            itl_per_inflight_ms: 0.0,
         }
     }
 }
@@ -101,6 +107,7 @@ pub(crate) struct Settings {
     pub tokens_per_chunk: u32,
     pub model: String,
     pub faults: fault::FaultConfig,
+    pub load: load_model::LoadModel,
 }
 
 impl Settings {
@@ -117,6 +124,10 @@ impl Settings {
                 fault::check_faults(&cfg.faults.faults).map_err(invalid)?;
                 cfg.faults.clone()
             },
+            load: load_model::LoadModel::new(
+                ms_to_ns("ttft_per_inflight_ms", cfg.ttft_per_inflight_ms)?,
+                ms_to_ns("itl_per_inflight_ms", cfg.itl_per_inflight_ms)?,
+            ),
         })
     }
 }

@@ -1,0 +1,257 @@
+//! `report.html` and `plots/*.svg` of a run or a sweep (the last stage, beside **report**):
+//! one self-contained file — styles inline, plots inlined as SVG, no script, no link, nothing
+//! fetched — with the tables and the plots. Reads finished results and the run folders they
+//! were written to; writes files; never prints.
+
+use crate::plot::{self, Chart};
+use crate::summary::Summary;
+use crate::sweep::{Point, Sweep};
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}\
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00;font-weight:bold}.warn{color:#a60}\
+.plots{display:flex;flex-wrap:wrap;gap:8px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}";
+
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or("–".into(), |x| format!("{x:.2}"))
+}
+
+/// Renders each chart, writes it to `dir/plots/NAME.svg`, and returns the SVGs to inline.
+fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots)?;
+    let mut out = vec![];
+    for (name, c) in charts {
+        let svg = c.svg().map_err(io::Error::other)?;
+        if let Some(svg) = svg {
+            std::fs::write(plots.join(format!("{name}.svg")), &svg)?;
+            // Drop the XML prolog, if any: the SVG goes inline.
+            let at = svg.find("<svg").unwrap_or(0);
+            out.push(svg[at..].to_string());
+        }
+    }
+    Ok(out)
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
+        escape(title)
+    )
+}
+
+/// The per-run charts: CDFs of TTFT and ITL from `run_dir/requests.jsonl` and the
+/// per-second timeline when the summary carries one.
+fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<(String, Chart)> {
+    let mut charts = vec![];
+    if let Ok((ttft, itl)) = plot::samples_from_requests(&run_dir.join("requests.jsonl")) {
+        charts.push(("cdf_ttft".into(), plot::cdf_chart("TTFT", ttft)));
+        charts.push(("cdf_itl".into(), plot::cdf_chart("ITL", itl)));
+    }
+    for (i, c) in plot::timeline_charts(summary).into_iter().enumerate() {
+        charts.push((format!("timeline_{i}"), c));
+    }
+    charts
+}
+
+fn plots_div(svgs: &[String]) -> String {
+    format!("<div class=\"plots\">{}</div>\n", svgs.join("\n"))
+}
+
+fn latency_table(s: &Summary) -> String {
+    let v = serde_json::to_value(&s.latency_ms).unwrap_or_default();
+    let mut t = String::from("<table><tr><th>metric (ms)</th><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
+    for m in ["ttft", "itl", "tpot", "e2e", "ttfb", "ttft_from_intent"] {
+        let st = &v[m];
+        let _ = write!(t, "<tr><th>{m}</th><td>{}</td>", st["count"]);
+        for k in ["mean", "p50", "p90", "p95", "p99", "p99_9", "max"] {
+            let _ = write!(t, "<td>{}</td>", num(st[k].as_f64()));
+        }
+        t.push_str("</tr>\n");
+    }
+    t.push_str("</table>\n");
+    t
+}
+
+/// `dir/report.html` for one run written to `dir`.
+pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
+    let value = serde_json::to_value(s).map_err(io::Error::other)?;
+    let charts = run_charts(dir, &value);
+    let refs: Vec<(&str, Chart)> = charts
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.clone()))
+        .collect();
+    let svgs = render(dir, &refs)?;
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>ringbench run — {}</h1>", escape(&s.started_at));
+    let _ = writeln!(
+        b,
+        "<p>{} ok of {} sent in {:.2} s · {} req/s · {} output tok/s · goodput {} req/s · overhead {}</p>",
+        s.counts.ok,
+        s.counts.sent,
+        s.duration_s,
+        num(s.throughput.requests_per_s),
+        num(s.throughput.output_tokens_per_s),
+        num(s.throughput.goodput_requests_per_s),
+        if s.overhead.valid { "valid" } else { "INVALID" }
+    );
+    b.push_str(&latency_table(s));
+    warnings(&mut b, &s.warnings);
+    b.push_str("<h2>Plots</h2>\n");
+    b.push_str(&plots_div(&svgs));
+    let path = dir.join("report.html");
+    std::fs::write(&path, page("ringbench run", &b))?;
+    Ok(path)
+}
+
+fn warnings(b: &mut String, w: &[String]) {
+    if w.is_empty() {
+        return;
+    }
+    b.push_str("<h2>Warnings</h2><ul>\n");
+    for x in w {
+        let _ = writeln!(b, "<li class=\"warn\">{}</li>", escape(x));
+    }
+    b.push_str("</ul>\n");
+}
+
+fn points_table(s: &Sweep) -> String {
+    let mut t = format!(
+        "<table><tr><th>{}</th><th>verdict</th><th>throughput req/s (min–max)</th><th>goodput req/s</th><th>achieved concurrency</th><th>achieved rate</th><th>measured ok</th>",
+        s.axis.name()
+    );
+    for b in &s.slos {
+        let _ = write!(t, "<th>{}</th>", escape(&b.text));
+    }
+    t.push_str("</tr>\n");
+    for p in &s.points {
+        t.push_str(&point_row(p, s.slos.is_empty()));
+    }
+    t.push_str("</table>\n");
+    t
+}
+
+fn point_row(p: &Point, no_slo: bool) -> String {
+    let tp = &p.throughput_requests_per_s;
+    let verdict = match (no_slo, p.pass) {
+        (true, _) => "<td>–</td>".to_string(),
+        (false, true) => "<td class=\"pass\">pass</td>".into(),
+        (false, false) => "<td class=\"fail\">FAIL</td>".into(),
+    };
+    let mut r = format!(
+        "<tr><th>{}</th>{verdict}<td>{} ({}–{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        p.load,
+        num(tp.median),
+        num(tp.min),
+        num(tp.max),
+        num(p.goodput_requests_per_s.median),
+        num(p.achieved_concurrency.median),
+        num(p.achieved_request_rate.median),
+        p.measured_ok
+    );
+    for c in &p.slos {
+        let class = if c.pass { "pass" } else { "fail" };
+        let _ = write!(r, "<td class=\"{class}\">{}</td>", num(c.value_ms.median));
+    }
+    r.push_str("</tr>\n");
+    r
+}
+
+/// `dir/report.html` for a sweep written to `dir` (its points under `dir/points/`).
+pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
+    let mut charts: Vec<(String, Chart)> = vec![("throughput".into(), plot::throughput_chart(s))];
+    for m in crate::sweep::CURVE_METRICS {
+        charts.push((format!("latency_{m}"), plot::latency_chart(s, m)));
+    }
+    // The CDFs and timeline of the most loaded point that still passes (or the last one).
+    let focus = s
+        .points
+        .iter()
+        .rposition(|p| p.pass)
+        .or(s.points.len().checked_sub(1));
+    let mut focus_note = String::new();
+    if let Some(i) = focus {
+        let p = &s.points[i];
+        let run_dir = dir.join(crate::sweep::point_dir_name(s.axis, p.load, 0));
+        let v = p
+            .runs
+            .first()
+            .map(|r| serde_json::to_value(r).unwrap_or_default());
+        charts.extend(run_charts(&run_dir, &v.unwrap_or_default()));
+        focus_note = format!("Distributions below are from the run at load {}.", p.load);
+    }
+    let refs: Vec<(&str, Chart)> = charts
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.clone()))
+        .collect();
+    let svgs = render(dir, &refs)?;
+    let mut b = String::from("<h1>ringbench sweep</h1>\n");
+    b.push_str(&analysis_html(s));
+    b.push_str("<h2>Points</h2>\n");
+    b.push_str(&points_table(s));
+    warnings(&mut b, &s.analysis.warnings);
+    b.push_str("<h2>Plots</h2>\n");
+    let _ = writeln!(b, "<p>{}</p>", escape(&focus_note));
+    b.push_str(&plots_div(&svgs));
+    let path = dir.join("report.html");
+    std::fs::write(&path, page("ringbench sweep", &b))?;
+    Ok(path)
+}
+
+fn analysis_html(s: &Sweep) -> String {
+    let a = &s.analysis;
+    let mut b = String::from("<ul>\n");
+    let slos: Vec<String> = s.slos.iter().map(|x| escape(&x.text)).collect();
+    let _ = writeln!(
+        b,
+        "<li>{} points over {}, {} repeat(s) each; SLOs: {}</li>",
+        s.points.len(),
+        s.axis.name(),
+        s.repeats,
+        if slos.is_empty() {
+            "none".into()
+        } else {
+            slos.join(", ")
+        }
+    );
+    match &a.knee {
+        Some(k) => {
+            let _ = writeln!(
+                b,
+                "<li><b>Knee</b>: load {} ({:.2} req/s), by {}</li>",
+                k.load,
+                k.throughput,
+                escape(&k.method)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                b,
+                "<li><b>Knee</b>: none — {}</li>",
+                escape(a.knee_note.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    if !s.slos.is_empty() {
+        let _ = writeln!(
+            b,
+            "<li><b>Highest passing load</b>: {} · <b>SLO crossing</b> ≈ {} ({})</li>",
+            a.highest_pass.map_or("none".into(), |x| x.to_string()),
+            num(a.slo_crossing),
+            escape(a.crossing_note.as_deref().unwrap_or(""))
+        );
+    }
+    b.push_str("</ul>\n");
+    b
+}

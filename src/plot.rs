@@ -1,0 +1,402 @@
+//! Plots of a run or a sweep as SVG text (the last stage, beside **report**): throughput vs
+//! load, latency percentiles vs load with the SLO bounds and the crossing, CDFs of TTFT and
+//! ITL from a run's `requests.jsonl`, and a per-second timeline when the summary carries
+//! one. Drawn with `plotters`' SVG backend into a `String` (text is left to the viewer's
+//! fonts, so no font library is needed). Reads finished results only; never prints.
+
+use crate::sweep::{Axis, Sweep};
+use plotters::prelude::*;
+use std::path::Path;
+
+const W: u32 = 720;
+const H: u32 = 400;
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// A line chart: named series, horizontal reference lines (SLO bounds) and vertical
+/// markers (knee, crossing).
+#[derive(Clone, Debug, Default)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    pub hlines: Vec<(String, f64)>,
+    pub vlines: Vec<(String, f64)>,
+    pub log_x: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("plot '{0}': {1}")]
+pub struct PlotError(String, String);
+
+impl Chart {
+    /// Points of every series plus the reference lines, for axis ranges.
+    fn ranges(&self) -> Option<((f64, f64), (f64, f64))> {
+        let pts = self.series.iter().flat_map(|(_, p)| p.iter().copied());
+        let xs: Vec<f64> = pts
+            .clone()
+            .map(|p| p.0)
+            .chain(self.vlines.iter().map(|v| v.1))
+            .collect();
+        let ys: Vec<f64> = pts
+            .map(|p| p.1)
+            .chain(self.hlines.iter().map(|h| h.1))
+            .collect();
+        let fold = |v: &[f64]| {
+            let lo = v
+                .iter()
+                .copied()
+                .filter(|x| x.is_finite())
+                .fold(f64::INFINITY, f64::min);
+            let hi = v
+                .iter()
+                .copied()
+                .filter(|x| x.is_finite())
+                .fold(f64::NEG_INFINITY, f64::max);
+            (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+        };
+        let (x0, x1) = fold(&xs)?;
+        let (_, y1) = fold(&ys)?;
+        let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+        let y1 = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
+        Some(((x0, x1), (0.0, y1)))
+    }
+
+    /// The chart as an SVG document; `None` when there is nothing to draw.
+    pub fn svg(&self) -> Result<Option<String>, PlotError> {
+        let Some(((x0, x1), (y0, y1))) = self.ranges() else {
+            return Ok(None);
+        };
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (W, H)).into_drawing_area();
+            let err = |e: &dyn std::fmt::Display| PlotError(self.title.clone(), e.to_string());
+            root.fill(&WHITE).map_err(|e| err(&e))?;
+            let mut b = ChartBuilder::on(&root);
+            b.caption(&self.title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(60);
+            if self.log_x && x0 > 0.0 {
+                let mut c = b
+                    .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+                    .map_err(|e| err(&e))?;
+                self.draw(&mut c).map_err(|e| err(&e))?;
+            } else {
+                let mut c = b.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| err(&e))?;
+                self.draw(&mut c).map_err(|e| err(&e))?;
+            }
+            root.present().map_err(|e| err(&e))?;
+        }
+        Ok(Some(out))
+    }
+
+    fn draw<'a, X, DB>(
+        &self,
+        c: &mut ChartContext<'a, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    {
+        c.configure_mesh()
+            .x_desc(self.x_label.as_str())
+            .y_desc(self.y_label.as_str())
+            .light_line_style(WHITE)
+            .draw()?;
+        let (xr, yr) = (c.x_range(), c.y_range());
+        for (i, (name, pts)) in self.series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            c.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            if pts.len() <= 60 {
+                c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            }
+        }
+        for (name, y) in &self.hlines {
+            let red = RGBColor(200, 0, 0);
+            c.draw_series(LineSeries::new(
+                [(xr.start, *y), (xr.end, *y)],
+                red.stroke_width(1),
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], red));
+        }
+        for (name, x) in &self.vlines {
+            let gray = RGBColor(90, 90, 90);
+            c.draw_series(LineSeries::new(
+                [(*x, yr.start), (*x, yr.end)],
+                gray.stroke_width(2),
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], gray.stroke_width(2)));
+        }
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+    }
+}
+
+fn axis_label(axis: Axis) -> &'static str {
+    match axis {
+        Axis::Concurrency => "concurrency (users)",
+        Axis::Rate => "offered request rate (req/s)",
+    }
+}
+
+fn wide(s: &Sweep) -> bool {
+    let (a, b) = (
+        s.points.first().map(|p| p.load),
+        s.points.last().map(|p| p.load),
+    );
+    matches!((a, b), (Some(a), Some(b)) if a > 0.0 && b / a >= 20.0)
+}
+
+/// Throughput and goodput (medians) against load, the knee marked.
+pub fn throughput_chart(s: &Sweep) -> Chart {
+    let line = |f: &dyn Fn(&crate::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+        s.points
+            .iter()
+            .filter_map(|p| Some((p.load, f(p)?)))
+            .collect()
+    };
+    let mut series = vec![(
+        "throughput (req/s)".to_string(),
+        line(&|p| p.throughput_requests_per_s.median),
+    )];
+    let good = line(&|p| p.goodput_requests_per_s.median);
+    if !good.is_empty() {
+        series.push(("goodput (req/s)".into(), good));
+    }
+    Chart {
+        title: "Throughput vs load".into(),
+        x_label: axis_label(s.axis).into(),
+        y_label: "requests / s".into(),
+        series,
+        vlines: s
+            .analysis
+            .knee
+            .iter()
+            .map(|k| (format!("knee at {}", k.load), k.load))
+            .collect(),
+        log_x: wide(s),
+        ..Chart::default()
+    }
+}
+
+/// p50/p95/p99 of one metric against load, with this metric's SLO bounds and the crossing.
+pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
+    let series = crate::sweep::CURVE_STATS
+        .iter()
+        .map(|st| {
+            let key = format!("{metric}_{st}");
+            let pts = s
+                .points
+                .iter()
+                .filter_map(|p| Some((p.load, p.latency_ms.get(&key)?.median?)))
+                .collect();
+            (format!("{metric} {st}"), pts)
+        })
+        .collect();
+    let hlines = s
+        .slos
+        .iter()
+        .filter(|b| b.metric == metric)
+        .map(|b| (format!("SLO {}", b.text), b.max_ms))
+        .collect();
+    let vlines = s
+        .analysis
+        .slo_crossing
+        .filter(|_| s.slos.iter().any(|b| b.metric == metric))
+        .map(|x| (format!("SLO crossing ≈ {x:.1}"), x))
+        .into_iter()
+        .collect();
+    Chart {
+        title: format!("{} percentiles vs load", metric.to_uppercase()),
+        x_label: axis_label(s.axis).into(),
+        y_label: "ms".into(),
+        series,
+        hlines,
+        vlines,
+        log_x: wide(s),
+    }
+}
+
+/// The empirical CDF of `values_ms` (sorted here), thinned to at most 400 steps.
+pub fn cdf_chart(name: &str, mut values_ms: Vec<f64>) -> Chart {
+    values_ms.retain(|v| v.is_finite());
+    values_ms.sort_by(f64::total_cmp);
+    let n = values_ms.len();
+    let step = n.div_ceil(400).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..n)
+        .step_by(step)
+        .map(|i| (values_ms[i], (i + 1) as f64 / n as f64))
+        .collect();
+    if let Some(&last) = values_ms.last() {
+        pts.push((last, 1.0));
+    }
+    Chart {
+        title: format!("CDF of {name} ({n} samples)"),
+        x_label: format!("{name} (ms)"),
+        y_label: "fraction ≤ x".into(),
+        series: vec![(name.to_string(), pts)],
+        ..Chart::default()
+    }
+}
+
+/// TTFT and ITL samples of a run's measured successful requests, from its
+/// `requests.jsonl` (TTFT = first_token − sent; ITL = every gap between consecutive
+/// token-bearing events, as `metrics.md` defines them).
+pub fn samples_from_requests(path: &Path) -> std::io::Result<(Vec<f64>, Vec<f64>)> {
+    let text = std::fs::read_to_string(path)?;
+    let (mut ttft, mut itl) = (vec![], vec![]);
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["warmup"].as_bool() != Some(false) || v["outcome"] != "ok" {
+            continue;
+        }
+        if let (Some(f), Some(s)) = (v["first_token_ns"].as_u64(), v["sent_ns"].as_u64()) {
+            ttft.push(f.saturating_sub(s) as f64 / 1e6);
+        }
+        let stamps: Vec<u64> = v["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e[1].as_u64().unwrap_or(0) > 0)
+            .filter_map(|e| e[0].as_u64())
+            .collect();
+        itl.extend(
+            stamps
+                .windows(2)
+                .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e6),
+        );
+    }
+    Ok((ttft, itl))
+}
+
+/// The keys a per-second series may sit under in `summary.json` (the metrics work names it);
+/// absent, no timeline is drawn.
+pub const TIMELINE_KEYS: [&str; 4] = ["timeline", "time_series", "per_second", "timeseries"];
+
+/// Per-second timeline charts from a summary's per-second series, if it has one: every
+/// numeric field of the rows, split into counts/rates and milliseconds (`_ms` fields).
+pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
+    let Some(rows) = TIMELINE_KEYS.iter().find_map(|k| {
+        summary[*k]
+            .as_array()
+            .or_else(|| summary[*k]["seconds"].as_array())
+    }) else {
+        return vec![];
+    };
+    let Some(first) = rows.first().and_then(|r| r.as_object()) else {
+        return vec![];
+    };
+    let x_key = ["t_s", "second", "t", "elapsed_s"]
+        .into_iter()
+        .find(|k| first.contains_key(*k));
+    let x_of =
+        |i: usize, r: &serde_json::Value| x_key.and_then(|k| r[k].as_f64()).unwrap_or(i as f64);
+    let fields: Vec<&String> = first
+        .keys()
+        .filter(|k| Some(k.as_str()) != x_key && first[*k].is_number())
+        .collect();
+    let series_of = |ms: bool| -> Vec<(String, Vec<(f64, f64)>)> {
+        fields
+            .iter()
+            .filter(|k| k.contains("_ms") == ms)
+            .map(|k| {
+                let pts = rows
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| Some((x_of(i, r), r[k.as_str()].as_f64()?)))
+                    .collect();
+                (k.to_string(), pts)
+            })
+            .collect()
+    };
+    let mk = |title: &str, y: &str, series| Chart {
+        title: title.into(),
+        x_label: "time into the run (s)".into(),
+        y_label: y.into(),
+        series,
+        ..Chart::default()
+    };
+    [
+        mk(
+            "Per second: rate and in flight",
+            "per second / count",
+            series_of(false),
+        ),
+        mk("Per second: latency", "ms", series_of(true)),
+    ]
+    .into_iter()
+    .filter(|c| !c.series.is_empty())
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_renders_its_data_as_svg() {
+        let c = Chart {
+            title: "t".into(),
+            series: vec![("a".into(), vec![(1.0, 2.0), (2.0, 3.0), (4.0, 3.5)])],
+            hlines: vec![("SLO".into(), 3.2)],
+            vlines: vec![("knee".into(), 2.0)],
+            ..Chart::default()
+        };
+        let svg = c.svg().unwrap().unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("<polyline"),
+            "{svg:.200}"
+        );
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(
+            svg.contains("SLO") && svg.contains("knee"),
+            "legend labels are drawn"
+        );
+    }
+
+    #[test]
+    fn nothing_to_draw_is_none() {
+        assert!(Chart::default().svg().unwrap().is_none());
+    }
+
+    #[test]
+    fn cdf_ends_at_one_and_rises() {
+        let c = cdf_chart("TTFT", vec![3.0, 1.0, 2.0]);
+        let pts = &c.series[0].1;
+        assert_eq!(pts.first(), Some(&(1.0, 1.0 / 3.0)));
+        assert_eq!(pts.last(), Some(&(3.0, 1.0)));
+        assert!(pts.windows(2).all(|w| w[0].1 <= w[1].1));
+    }
+
+    #[test]
+    fn timeline_is_read_when_present_and_skipped_when_absent() {
+        assert!(timeline_charts(&serde_json::json!({})).is_empty());
+        let s = serde_json::json!({"timeline": [
+            {"t_s": 0, "requests_per_s": 10, "in_flight": 3, "ttft_p50_ms": 5.0, "ttft_p99_ms": 9.0},
+            {"t_s": 1, "requests_per_s": 12, "in_flight": 4, "ttft_p50_ms": 6.0, "ttft_p99_ms": 11.0}
+        ]});
+        let charts = timeline_charts(&s);
+        assert_eq!(charts.len(), 2);
+        assert_eq!(charts[0].series.len(), 2);
+        assert_eq!(charts[1].series[1].1, vec![(0.0, 9.0), (1.0, 11.0)]);
+    }
+}

@@ -1,0 +1,440 @@
+//! `ringbench sweep` and `ringbench search` (after **summary**; a layer above `run`): one
+//! run per load point, each a full `run::run` with its own warm-up, then the curve, the knee
+//! and the SLO crossing. Every point's summaries are kept whole; the analysis only reads
+//! numbers out of them. The library never prints: progress and each finished point go to
+//! the caller's callback; `report`/`main` print.
+
+pub mod analysis;
+pub mod output;
+pub mod search;
+pub mod slo;
+
+use crate::plan::{Load, Plan};
+use crate::run::RunError;
+use crate::summary::Summary;
+use analysis::Spread;
+use serde::{Deserialize, Serialize};
+use slo::SloBound;
+use std::path::{Path, PathBuf};
+
+/// Fewer measured successful requests than this at a point draws a warning: the issue asks
+/// for a few hundred per point, and p95/p99 of fewer move with every repeat.
+pub const MIN_POINT_REQUESTS: u64 = 200;
+/// Measured requests per point when neither `--request-count` nor `--duration` is given.
+pub const DEFAULT_POINT_REQUESTS: u64 = 300;
+
+/// What a point's load is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Closed loop, virtual users.
+    Concurrency,
+    /// Open loop, requests per second.
+    Rate,
+}
+
+impl Axis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "concurrency",
+            Axis::Rate => "request_rate",
+        }
+    }
+}
+
+/// What every point shares.
+#[derive(Clone, Debug)]
+pub struct PointSpec {
+    pub axis: Axis,
+    pub repeats: u32,
+    pub slos: Vec<SloBound>,
+    /// The base run already had a warm-up of its own; otherwise each point gets one.
+    pub warmup_given: bool,
+}
+
+/// One load point: every repeat's summary and the figures read from them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Point {
+    pub load: f64,
+    /// Every SLO bound held by the median of the repeats (false when no SLO was given).
+    pub pass: bool,
+    pub slos: Vec<SloCheck>,
+    pub throughput_requests_per_s: Spread,
+    pub output_tokens_per_s: Spread,
+    pub goodput_requests_per_s: Spread,
+    pub achieved_concurrency: Spread,
+    pub achieved_request_rate: Spread,
+    /// `latency_ms.<metric>.<stat>` medians for the plots: ttft, itl, e2e at p50/p95/p99.
+    pub latency_ms: std::collections::BTreeMap<String, Spread>,
+    pub measured_ok: u64,
+    pub warnings: Vec<String>,
+    pub runs: Vec<Summary>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SloCheck {
+    pub slo: String,
+    pub value_ms: Spread,
+    pub max_ms: f64,
+    pub pass: bool,
+}
+
+/// The distributions the curve plots always carry, whatever the SLOs are.
+pub const CURVE_METRICS: [&str; 3] = ["ttft", "itl", "e2e"];
+pub const CURVE_STATS: [&str; 3] = ["p50", "p95", "p99"];
+
+impl Point {
+    /// Reads a point's figures out of its repeats' summaries.
+    pub fn from_runs(load: f64, runs: Vec<Summary>, slos: &[SloBound]) -> Point {
+        let each = |f: &dyn Fn(&Summary) -> Option<f64>| Spread::of(runs.iter().map(f).collect());
+        let checks: Vec<SloCheck> = slos
+            .iter()
+            .map(|b| {
+                let value_ms = each(&|s| b.value_in(s));
+                SloCheck {
+                    slo: b.text.clone(),
+                    pass: b.passes(value_ms.median),
+                    value_ms,
+                    max_ms: b.max_ms,
+                }
+            })
+            .collect();
+        let mut latency_ms = std::collections::BTreeMap::new();
+        for m in CURVE_METRICS {
+            for st in CURVE_STATS {
+                let v = each(&|s| stat_of(s, m, st));
+                latency_ms.insert(format!("{m}_{st}"), v);
+            }
+        }
+        let measured_ok = runs.iter().map(|s| s.counts.ok).min().unwrap_or(0);
+        let warnings = point_warnings(load, &runs, slos, measured_ok);
+        Point {
+            load,
+            pass: !checks.is_empty() && checks.iter().all(|c| c.pass),
+            slos: checks,
+            throughput_requests_per_s: each(&|s| s.throughput.requests_per_s),
+            output_tokens_per_s: each(&|s| s.throughput.output_tokens_per_s),
+            goodput_requests_per_s: each(&|s| s.throughput.goodput_requests_per_s),
+            achieved_concurrency: each(&|s| s.achieved.concurrency_mean),
+            achieved_request_rate: each(&|s| s.achieved.request_rate),
+            latency_ms,
+            measured_ok,
+            warnings,
+            runs,
+        }
+    }
+
+    pub fn slo_value(&self, i: usize) -> Option<f64> {
+        self.slos.get(i).and_then(|c| c.value_ms.median)
+    }
+}
+
+/// A statistic of one latency distribution of a summary, by key.
+pub fn stat_of(s: &Summary, metric: &str, stat: &str) -> Option<f64> {
+    let v = serde_json::to_value(&s.latency_ms).ok()?;
+    v[metric][stat].as_f64()
+}
+
+fn point_warnings(load: f64, runs: &[Summary], slos: &[SloBound], ok: u64) -> Vec<String> {
+    let mut w = vec![];
+    if ok < MIN_POINT_REQUESTS {
+        w.push(format!(
+            "load {load}: only {ok} measured successful requests (want ≥ {MIN_POINT_REQUESTS}); raise --request-count or --duration"
+        ));
+    }
+    for b in slos {
+        if runs.iter().any(|s| b.small_sample_in(s)) {
+            w.push(format!(
+                "load {load}: {} comes from too few samples to mean much",
+                b.label()
+            ));
+        }
+    }
+    for s in runs.iter().filter(|s| !s.overhead.valid) {
+        w.push(format!(
+            "load {load}: the client's own overhead made a run invalid: {}",
+            s.overhead.invalid_reasons.join("; ")
+        ));
+    }
+    w
+}
+
+/// The run plan of one point: the base plan at this load, its own warm-up, its own output
+/// folder, and the percentiles the SLOs need.
+pub fn plan_at(base: &Plan, spec: &PointSpec, load: f64, out: Option<PathBuf>) -> Plan {
+    let mut p = base.clone();
+    p.load = match (spec.axis, &base.load) {
+        (Axis::Concurrency, _) => Load::Closed {
+            concurrency: load.round().max(1.0) as u32,
+        },
+        (
+            Axis::Rate,
+            Load::Open {
+                arrival,
+                max_concurrency,
+                ..
+            },
+        ) => Load::Open {
+            request_rate: load,
+            arrival: *arrival,
+            max_concurrency: *max_concurrency,
+        },
+        (Axis::Rate, Load::Closed { .. }) => Load::Open {
+            request_rate: load,
+            arrival: crate::plan::Arrival::Poisson,
+            max_concurrency: None,
+        },
+    };
+    if !spec.warmup_given {
+        // One request per user (or one second of arrivals) warms connections and caches.
+        p.warmup_requests = load.ceil().clamp(1.0, 1000.0) as u64;
+    }
+    for b in &spec.slos {
+        if let Some(pct) = b.percentile {
+            if !p.percentiles.contains(&pct) {
+                p.percentiles.push(pct);
+            }
+        }
+    }
+    if p.goodput.is_empty() {
+        p.goodput = spec.slos.iter().filter_map(per_request_slo).collect();
+    }
+    p.out_dir = out;
+    p.progress = false;
+    p
+}
+
+/// Goodput needs per-request bounds: without `--goodput`, each `--slo` on a metric that has a
+/// per-request form bounds every request by the same number (ttft:p95<500ms → ttft ≤ 500 ms).
+fn per_request_slo(b: &SloBound) -> Option<crate::plan::Slo> {
+    use crate::plan::SloMetric;
+    let metric = match b.metric.as_str() {
+        "ttft" => SloMetric::Ttft,
+        "tpot" => SloMetric::Tpot,
+        "itl" => SloMetric::Itl,
+        "e2e" => SloMetric::E2e,
+        "ntpot" => SloMetric::Ntpot,
+        _ => return None,
+    };
+    Some(crate::plan::Slo {
+        metric,
+        max_ms: b.max_ms,
+    })
+}
+
+/// Why a sweep or search stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("load {load}: {source}")]
+    Run { load: f64, source: RunError },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+/// The run behind every point: `run::run` with a per-point folder under `out`.
+pub fn measure(
+    base: &Plan,
+    spec: &PointSpec,
+    out: Option<&Path>,
+    load: f64,
+) -> Result<Point, SweepError> {
+    let mut runs = Vec::with_capacity(spec.repeats as usize);
+    for r in 0..spec.repeats.max(1) {
+        let dir = out.map(|d| d.join(point_dir_name(spec.axis, load, r)));
+        let plan = plan_at(base, spec, load, dir);
+        let s =
+            crate::run::run(&plan, |_, _| {}).map_err(|source| SweepError::Run { load, source })?;
+        runs.push(s);
+    }
+    Ok(Point::from_runs(load, runs, &spec.slos))
+}
+
+pub fn point_dir_name(axis: Axis, load: f64, repeat: u32) -> String {
+    let tag = match axis {
+        Axis::Concurrency => "c",
+        Axis::Rate => "r",
+    };
+    format!("points/{tag}{load}-{}", repeat + 1)
+}
+
+/// A finished sweep: the points in load order and what they say.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sweep {
+    pub axis: Axis,
+    pub slos: Vec<SloBound>,
+    pub repeats: u32,
+    pub points: Vec<Point>,
+    pub analysis: Analysis,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Analysis {
+    pub knee: Option<analysis::Knee>,
+    /// Why there is no knee, when there is none.
+    pub knee_note: Option<String>,
+    /// Highest measured load that passed every SLO.
+    pub highest_pass: Option<f64>,
+    /// Highest load that passes, interpolated between the last pass and the first fail.
+    pub slo_crossing: Option<f64>,
+    /// Which SLO bound the crossing is set by, and how it was computed.
+    pub crossing_note: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Runs every point in load order with `cooldown` between them. `on_point` sees each point
+/// as it finishes.
+pub fn sweep(
+    base: &Plan,
+    spec: &PointSpec,
+    loads: &[f64],
+    cooldown: std::time::Duration,
+    out: Option<&Path>,
+    mut on_point: impl FnMut(&Point),
+) -> Result<Sweep, SweepError> {
+    let mut loads = loads.to_vec();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut points = Vec::with_capacity(loads.len());
+    for (i, &load) in loads.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(cooldown);
+        }
+        let p = measure(base, spec, out, load)?;
+        on_point(&p);
+        points.push(p);
+    }
+    Ok(analyze(spec, points))
+}
+
+/// The curve's analysis from finished points (already in load order).
+pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
+    let loads: Vec<f64> = points.iter().map(|p| p.load).collect();
+    let tput: Vec<f64> = points
+        .iter()
+        .map(|p| p.throughput_requests_per_s.median.unwrap_or(0.0))
+        .collect();
+    let knee = analysis::knee(&loads, &tput);
+    let knee_note = knee.is_none().then(|| {
+        if points.len() < 3 {
+            "fewer than 3 points".to_string()
+        } else {
+            "throughput never stops growing over these loads (no knee in range)".to_string()
+        }
+    });
+    let (highest_pass, slo_crossing, crossing_note) = crossing(&spec.slos, &points);
+    let warnings = points.iter().flat_map(|p| p.warnings.clone()).collect();
+    Sweep {
+        axis: spec.axis,
+        slos: spec.slos.clone(),
+        repeats: spec.repeats,
+        points,
+        analysis: Analysis {
+            knee,
+            knee_note,
+            highest_pass,
+            slo_crossing,
+            crossing_note,
+            warnings,
+        },
+    }
+}
+
+/// The last passing point before the first failing one, and the load between them where the
+/// tightest failing bound is met (linear in load).
+fn crossing(slos: &[SloBound], points: &[Point]) -> (Option<f64>, Option<f64>, Option<String>) {
+    if slos.is_empty() {
+        return (None, None, Some("no --slo given".into()));
+    }
+    let Some(fail) = points.iter().position(|p| !p.pass) else {
+        let top = points.last().map(|p| p.load);
+        return (
+            top,
+            None,
+            Some("every point passed: the crossing is above the highest load".into()),
+        );
+    };
+    if fail == 0 {
+        return (None, None, Some("the lowest load already fails".into()));
+    }
+    let (a, b) = (&points[fail - 1], &points[fail]);
+    let mut best: Option<(f64, &str)> = None;
+    for (i, s) in slos.iter().enumerate() {
+        let (Some(v0), Some(v1)) = (a.slo_value(i), b.slo_value(i)) else {
+            continue;
+        };
+        if v1 < s.max_ms {
+            continue;
+        }
+        let x = analysis::interpolate_crossing(a.load, v0, b.load, v1, s.max_ms);
+        if best.is_none_or(|(bx, _)| x < bx) {
+            best = Some((x, &s.text));
+        }
+    }
+    let note = best.map(|(_, t)| {
+        format!(
+            "set by {t}: linear in load between {} (pass) and {} (fail)",
+            a.load, b.load
+        )
+    });
+    (Some(a.load), best.map(|(x, _)| x).or(Some(a.load)), note)
+}
+
+/// `log:1:1000:8` → 8 log-spaced loads from 1 to 1000, rounded to integers for concurrency
+/// (1, 3, 7, 19, 52, 139, 373, 1000); `lin:A:B:N` for linear spacing.
+pub fn parse_grid(text: &str, axis: Axis) -> Result<Vec<f64>, String> {
+    let bad = |why: &str| format!("--grid '{text}': {why} (like log:1:1000:8 or lin:10:100:10)");
+    let parts: Vec<&str> = text.split(':').collect();
+    let [kind, a, b, n] = parts[..] else {
+        return Err(bad("expected KIND:FROM:TO:COUNT"));
+    };
+    let (a, b): (f64, f64) = match (a.parse(), b.parse()) {
+        (Ok(a), Ok(b)) if a > 0.0 && b > a && f64::is_finite(b) => (a, b),
+        _ => return Err(bad("FROM and TO must be numbers with 0 < FROM < TO")),
+    };
+    let n: usize = match n.parse() {
+        Ok(n) if (2..=1000).contains(&n) => n,
+        _ => return Err(bad("COUNT must be between 2 and 1000")),
+    };
+    let t = |i: usize| i as f64 / (n - 1) as f64;
+    let mut loads: Vec<f64> = match kind {
+        "log" => (0..n).map(|i| a * (b / a).powf(t(i))).collect(),
+        "lin" => (0..n).map(|i| a + (b - a) * t(i)).collect(),
+        _ => return Err(bad("KIND must be log or lin")),
+    };
+    if axis == Axis::Concurrency {
+        loads.iter_mut().for_each(|x| *x = x.round());
+    } else {
+        loads
+            .iter_mut()
+            .for_each(|x| *x = (*x * 1000.0).round() / 1000.0);
+    }
+    loads.dedup();
+    Ok(loads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_grid_matches_the_issue() {
+        let g = parse_grid("log:1:1000:8", Axis::Concurrency).unwrap();
+        assert_eq!(g, vec![1.0, 3.0, 7.0, 19.0, 52.0, 139.0, 373.0, 1000.0]);
+        let g = parse_grid("lin:10:100:10", Axis::Rate).unwrap();
+        assert_eq!(g.len(), 10);
+        assert_eq!((g[0], g[9]), (10.0, 100.0));
+        for bad in [
+            "log:1:1000",
+            "exp:1:10:3",
+            "log:0:10:3",
+            "log:5:1:3",
+            "log:1:10:1",
+        ] {
+            let e = parse_grid(bad, Axis::Concurrency).unwrap_err();
+            assert!(e.contains("--grid"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Sweep and search end to end, on the built-in simulator with its load model on (TTFT grows
+//! 4 ms per other request in flight), so the SLO crossing is known: ttft ≈ 2 + 4(c − 1) ms,
+//! and `ttft:p95<160ms` holds up to 40 users (a steep slope, so a few ms of scheduling
+//! noise on a busy machine moves it by under one user). The search must land within 5% of
+//! what a one-user-step sweep finds. Points are short (200 requests of 2 tokens); runs are
+//! serialized with one lock, as in e2e.rs.
+
+use ringbench::plan::{Load, Plan};
+use ringbench::sweep::search::{search, SearchSpec};
+use ringbench::sweep::slo::SloBound;
+use ringbench::sweep::{self, Axis, PointSpec};
+use std::sync::Mutex;
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn sim_plan() -> Plan {
+    let cpus = ringbench::cli::online_cpus();
+    let mut p = Plan::defaults();
+    p.progress = false;
+    p.cpus = vec![cpus[0]];
+    let sim = p.sim.as_mut().unwrap();
+    sim.cpus = vec![cpus[cpus.len() - 1]];
+    sim.ttft_ms = 2.0;
+    sim.ttft_per_inflight_ms = 4.0;
+    p.output_tokens = 2;
+    p.stop.request_count = Some(200);
+    p
+}
+
+fn spec() -> PointSpec {
+    PointSpec {
+        axis: Axis::Concurrency,
+        repeats: 1,
+        slos: vec![SloBound::parse("ttft:p95<160ms").unwrap()],
+        warmup_given: false,
+    }
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn search_agrees_with_a_fine_sweep_within_five_percent() {
+    let _g = lock();
+    let plan = sim_plan();
+    let spec = spec();
+    let loads: Vec<f64> = (28..=48).map(f64::from).collect();
+    let fine = sweep::sweep(&plan, &spec, &loads, Duration::ZERO, None, |_| {}).unwrap();
+    let swept = fine
+        .analysis
+        .highest_pass
+        .expect("the fine sweep has a passing point");
+    assert!(
+        (33.0..=43.0).contains(&swept),
+        "the load model puts the crossing near 40 users, the sweep says {swept}"
+    );
+    let s = SearchSpec {
+        axis: Axis::Concurrency,
+        start: 1.0,
+        factor: 2.0,
+        max_load: 256.0,
+        tolerance: 0.05,
+        max_iterations: 20,
+        slos: spec.slos.clone(),
+    };
+    let mut probes = vec![];
+    let found = search(
+        &s,
+        |load| sweep::measure(&plan, &spec, None, load),
+        |p| probes.push(p.load),
+    )
+    .unwrap();
+    let answer = found.answer.expect("the search finds a passing load");
+    assert!(found.converged, "{}", found.stop_reason);
+    assert!(
+        (answer - swept).abs() <= 0.05 * swept,
+        "search {answer} vs fine sweep {swept} (probes {probes:?})"
+    );
+    assert_eq!(probes.len(), found.probes.len());
+    assert!(probes.len() <= 14, "{probes:?}");
+}
+
+#[test]
+fn sweep_finds_a_knee_and_writes_json_and_csv() {
+    let _g = lock();
+    let plan = sim_plan();
+    let spec = spec();
+    let dir = tmp("sweep");
+    let loads = sweep::parse_grid("log:1:64:6", Axis::Concurrency).unwrap();
+    let mut seen = 0;
+    let s = sweep::sweep(&plan, &spec, &loads, Duration::ZERO, Some(&dir), |_| {
+        seen += 1
+    })
+    .unwrap();
+    assert_eq!(seen, loads.len());
+    // Throughput c / (2 + 4(c − 1)) per ms saturates near 250 req/s: the knee is early.
+    let knee = s
+        .analysis
+        .knee
+        .as_ref()
+        .expect("a saturating curve has a knee");
+    assert!(
+        knee.load < 64.0 && knee.method.contains("kneedle"),
+        "{knee:?}"
+    );
+    let first = &s.points[0];
+    assert!(first.pass && !s.points.last().unwrap().pass);
+    assert!(first.achieved_concurrency.median.unwrap() > 0.5);
+    assert!(
+        s.points
+            .iter()
+            .all(|p| p.goodput_requests_per_s.median.is_some())
+            || plan.goodput.is_empty()
+    );
+    let crossing = s.analysis.slo_crossing.unwrap();
+    let hp = s.analysis.highest_pass.unwrap();
+    assert!(crossing >= hp, "{crossing} < {hp}");
+    sweep::output::write_sweep(&dir, &s).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(json["points"].as_array().unwrap().len(), loads.len());
+    assert!(json["points"][0]["runs"][0]["latency_ms"]["ttft"]["p95"].is_number());
+    assert!(json["analysis"]["knee"]["method"].is_string());
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), loads.len() + 1);
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains("\"slo ttft:p95<160ms\""));
+    for l in &loads {
+        assert!(dir
+            .join(sweep::point_dir_name(Axis::Concurrency, *l, 0))
+            .join("summary.json")
+            .exists());
+    }
+    assert!(matches!(plan.load, Load::Closed { .. }));
+    report_is_self_contained_and_plots_carry_data(&dir, &s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn report_is_self_contained_and_plots_carry_data(dir: &std::path::Path, s: &sweep::Sweep) {
+    let path = ringbench::html::write_sweep_report(dir, s).unwrap();
+    let html = std::fs::read_to_string(&path).unwrap();
+    let lower = html.to_ascii_lowercase();
+    for fetch in [
+        "src=", "href=", "<script", "<link", "@import", "url(", "<iframe", "<img",
+    ] {
+        assert!(
+            !lower.contains(fetch),
+            "report.html has '{fetch}': it must need no network"
+        );
+    }
+    // Throughput, TTFT/ITL/E2E vs load, CDFs of TTFT and ITL.
+    let svgs: Vec<&str> = html.split("<svg").skip(1).collect();
+    assert!(svgs.len() >= 6, "{} plots", svgs.len());
+    let throughput = svgs[0];
+    assert!(throughput.contains("Throughput vs load"));
+    assert_eq!(
+        throughput.matches("<circle").count(),
+        2 * s.points.len(),
+        "one marker per point, for throughput and for goodput"
+    );
+    for svg in &svgs {
+        assert!(svg.contains("<polyline"), "every plot draws a line");
+    }
+    let ttft = svgs
+        .iter()
+        .find(|v| v.contains("TTFT percentiles"))
+        .unwrap();
+    assert!(ttft.contains("SLO ttft:p95&lt;160ms") || ttft.contains("SLO ttft:p95<160ms"));
+    assert!(ttft.contains("SLO crossing"));
+    assert!(
+        svgs.iter().any(|v| v.contains("CDF of TTFT"))
+            && svgs.iter().any(|v| v.contains("CDF of ITL"))
+    );
+    for table_cell in s.points.iter().map(|p| format!("<th>{}</th>", p.load)) {
+        assert!(html.contains(&table_cell), "the table has a row per point");
+    }
+    assert!(dir.join("plots/throughput.svg").exists());
+}
