@@ -42,6 +42,9 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// The run was stopped early (signal); figures cover what happened until then.
     pub interrupted: bool,
+    /// Throughput, in-flight requests and TTFT/ITL percentiles per interval of the run.
+    #[serde(default)]
+    pub timeseries: crate::collector::series::TimeSeries,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,6 +97,10 @@ pub struct Counts {
     pub warmup: u64,
     /// `Outcome::kind_key`: `connect`, `timeout`, `http_503`, `malformed`, …
     pub failed_by_kind: BTreeMap<String, u64>,
+    /// Successful requests whose server-reported OSL differs from the `max_tokens` asked
+    /// (the server did not honour `ignore_eos` / `min_tokens`).
+    #[serde(default)]
+    pub osl_mismatch: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -226,6 +233,10 @@ pub struct Latency {
     pub e2e_from_intent: Stats,
     /// Largest chunk gap of each request.
     pub max_stall: Stats,
+    /// Per-token ITL: each chunk gap divided by the tokens it delivered, one sample per
+    /// token (exact counts when the server streams cumulative usage, else an even split).
+    #[serde(default)]
+    pub itl_per_token: Stats,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

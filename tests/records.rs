@@ -427,3 +427,52 @@ fn summary_csv_has_one_row_per_metric_and_statistic() {
     assert_eq!(find("duration_s", "value")[3], "s");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn per_token_itl_osl_mismatch_and_time_series_from_hand_built_records() {
+    let (dir, s) = hand_dir("series", vec![50.0]);
+    // Per-token ITL. A: usage 4 = its events' 1 + 2 + 1, so exact: the 10 ms gap closing
+    // the 2-token event gives two 5 ms samples, the 6 ms gap one. B: 2, 2 ms. All: 5 samples.
+    let t = &s.latency_ms.itl_per_token;
+    assert_eq!(t.count, 5);
+    assert_eq!(t.mean, Some((5.0 + 5.0 + 6.0 + 2.0 + 2.0) / 5.0));
+    // Both successes asked for 16 tokens (the default plan) and the server said 4 and 3.
+    assert_eq!(s.counts.osl_mismatch, 2);
+    assert!(s.warnings.iter().any(|w| w.contains("ignore_eos")));
+    // Everything happened in the run's first second.
+    let ts = &s.timeseries;
+    assert_eq!(ts.interval_s, 1.0);
+    assert_eq!(ts.points.len(), 1);
+    let p = &ts.points[0];
+    assert_eq!(
+        (p.t_s, p.requests_per_s, p.output_tokens_per_s),
+        (0.0, 2.0, 7.0)
+    );
+    // In flight: A 28 ms, B 10 ms, the 503 1 ms, over a 1 s interval.
+    assert!((p.in_flight_mean - 0.039).abs() < 1e-12);
+    // Chunk gaps: A 10→20→26, B 15→17→19.
+    assert_eq!((p.ttft_count, p.itl_count), (2, 4));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_long_run_widens_its_intervals_instead_of_growing() {
+    use ringbench::collector::series::{Series, MAX_POINTS};
+    let mut series = Series::default();
+    let sec = 1_000_000_000u64;
+    // One 1 ms request at the start of every second for 600 s.
+    for i in 0..600u64 {
+        let mut r = reasoning_request();
+        r.sent_ns = Some(i * sec);
+        r.first_token_ns = Some(i * sec + MS / 2);
+        r.last_token_ns = Some(i * sec + MS / 2);
+        r.done_ns = Some(i * sec + MS);
+        r.events = vec![ev(0, 0, false, false)];
+        series.add(&r, true);
+    }
+    let ts = series.finish();
+    assert!(ts.points.len() <= MAX_POINTS);
+    assert_eq!(ts.interval_s, 4.0);
+    assert_eq!(ts.points.len(), 150);
+    assert!(ts.points.iter().all(|p| p.requests_per_s == 1.0));
+}

@@ -92,6 +92,7 @@ impl Collector {
             overhead,
             warnings,
             interrupted: facts.interrupted,
+            timeseries: m.series.finish(),
         }
     }
 }
@@ -145,10 +146,19 @@ fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<St
             .iter()
             .map(|(&(kind, status), &n)| (kind.kind_key(status), n))
             .collect(),
+        osl_mismatch: m.osl_mismatch,
     }
 }
 
 fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
+    if m.osl_mismatch > 0 {
+        warnings.push(format!(
+            "{} of {} successful requests got a different number of output tokens than asked \
+             (server usage vs max_tokens): the server did not honour ignore_eos/min_tokens, so \
+             OSL-dependent figures are not at the asked length",
+            m.osl_mismatch, m.ok
+        ));
+    }
     if m.bad_stamps > 0 {
         warnings.push(format!(
             "{} records had missing or out-of-order stamps (sent ≤ head ≤ first token ≤ last \
@@ -181,6 +191,7 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
         &d.ttft_from_intent,
         &d.e2e_from_intent,
         &d.max_stall,
+        &d.itl_per_token,
         &d.sched_lag,
         &d.delivery_delay,
     ]
@@ -217,6 +228,7 @@ fn latency(m: &Measured, percentiles: &[f64]) -> Latency {
         ttft_from_intent: s(&d.ttft_from_intent),
         e2e_from_intent: s(&d.e2e_from_intent),
         max_stall: s(&d.max_stall),
+        itl_per_token: s(&d.itl_per_token),
     }
 }
 

@@ -15,8 +15,10 @@ mod dist;
 mod finish;
 pub mod jsonl;
 pub mod replay;
+pub mod series;
 mod settings;
 pub mod sidecar;
+pub mod tokens;
 
 pub use dist::{new_histogram, Dist, HIST_MAX_NS, HIST_SIGFIG};
 pub use finish::judge_overhead;
@@ -137,6 +139,8 @@ struct Dists {
     ttft_from_intent: Dist,
     e2e_from_intent: Dist,
     max_stall: Dist,
+    /// Chunk gaps divided by the tokens they delivered, one sample per token.
+    itl_per_token: Dist,
     sched_lag: Dist,
     delivery_delay: Dist,
 }
@@ -191,6 +195,9 @@ struct Measured {
     delivery_negative: u64,
     events_dropped: u64,
     dists: Dists,
+    series: series::Series,
+    /// Successful requests whose server OSL differs from the `max_tokens` asked for.
+    osl_mismatch: u64,
 }
 
 pub struct Collector {
@@ -239,7 +246,8 @@ impl Collector {
             self.warmup += 1;
             return;
         }
-        self.m.add(rec, self.stream, &self.slos);
+        self.m
+            .add(rec, self.stream, &self.slos, self.settings.output_tokens);
     }
 
     pub fn live(&self) -> LiveCounts {
@@ -268,15 +276,23 @@ impl Collector {
 }
 
 impl Measured {
-    fn add(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
+    fn add(&mut self, rec: &Record, stream: bool, slos: &[Slo], asked_osl: Option<u32>) {
         if !rec.outcome.was_sent() {
             self.not_sent += 1;
             return;
         }
         self.sent += 1;
         self.add_stamps(rec);
+        self.series.add(rec, stream);
         match rec.outcome {
-            Outcome::Ok => self.add_ok(rec, stream, slos),
+            Outcome::Ok => {
+                // Only the server's own count can say it stopped early (or ran on).
+                let usage = rec.usage_completion_tokens;
+                if usage.is_some() && asked_osl.is_some() && usage != asked_osl {
+                    self.osl_mismatch += 1;
+                }
+                self.add_ok(rec, stream, slos)
+            }
             Outcome::Cancelled => self.cancelled += 1,
             kind => {
                 self.failed += 1;
@@ -342,6 +358,8 @@ impl Measured {
             record_opt(&mut d.ttft_from_intent, rec.ttft_from_intent_ns());
             record_opt(&mut d.max_stall, rec.max_stall_ns());
             rec.itl_gaps_ns().for_each(|gap| d.itl.record(gap));
+            let per_token = &mut d.itl_per_token;
+            tokens::per_token_gaps(rec, |gap, n| (0..n).for_each(|_| per_token.record(gap)));
         }
         if !slos.is_empty() && meets_slos(rec, stream, slos) {
             self.good += 1;

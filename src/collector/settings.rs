@@ -15,6 +15,8 @@ pub struct Settings {
     pub target_rate: Option<f64>,
     pub target_concurrency: Option<u32>,
     pub max_lag_ms: f64,
+    /// `max_tokens` asked of every request, when the plan fixes one (the OSL check).
+    pub output_tokens: Option<u32>,
     /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
     pub config: Value,
 }
@@ -34,6 +36,7 @@ impl Settings {
             target_rate: plan.target_rate(),
             target_concurrency: plan.target_concurrency(),
             max_lag_ms: plan.max_lag_ms,
+            output_tokens: Some(plan.output_tokens),
             config: serde_json::to_value(plan).map_err(|_| SettingsError("config"))?,
         })
     }
@@ -68,6 +71,10 @@ impl Settings {
                 .get("max_lag_ms")
                 .and_then(Value::as_f64)
                 .ok_or(SettingsError("max_lag_ms"))?,
+            output_tokens: config
+                .get("output_tokens")
+                .and_then(Value::as_u64)
+                .map(|n| n as u32),
             config: config.clone(),
         })
     }
