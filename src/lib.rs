@@ -13,6 +13,7 @@ pub mod clock;
 pub mod collector;
 pub mod extract;
 pub mod http;
+pub mod lock;
 pub mod plan;
 pub mod record;
 pub mod report;

@@ -40,6 +40,8 @@ pub enum RunError {
     UringRefused,
     #[error("https is not supported yet; use an http:// URL")]
     HttpsUnsupported,
+    #[error(transparent)]
+    Busy(#[from] crate::lock::LockError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -161,6 +163,14 @@ pub fn run_with(
     }
     let started_at = crate::clock::rfc3339_now();
     let ep = resolve(plan)?;
+    // Held until the run returns; the kernel releases it on any other exit.
+    let _lock = match &plan.target {
+        Some(t) if !plan.allow_concurrent => Some(crate::lock::acquire(
+            &format!("{}{}", ep.addr, t.base_path),
+            &started_at,
+        )?),
+        _ => None,
+    };
     let model = match &plan.model {
         Some(m) => m.clone(),
         None => discover_model(&ep, plan)?,
