@@ -461,6 +461,28 @@ impl RunArgs {
         if target.is_some() && !self.sim_faults.is_empty() {
             return usage("--sim-fault applies to the built-in simulator only (drop --url)");
         }
+        if target.is_some()
+            && (self.sim_ttft_ms != 0.0
+                || self.sim_itl_ms != 0.0
+                || self.sim_tokens_per_chunk != 1
+                || self.sim_cpus.is_some())
+        {
+            return usage(
+                "--sim-ttft-ms/--sim-itl-ms/--sim-tokens-per-chunk/--sim-cpus configure the \
+                 built-in simulator, which does not run with --url (drop one or the other)",
+            );
+        }
+        if let Some(out) = &self.out {
+            if out.exists() && !out.is_dir() {
+                return usage(format!(
+                    "--out {}: is a file; give a folder (it is created if missing)",
+                    out.display()
+                ));
+            }
+        }
+        if self.input_tokens == 0 {
+            return usage("--input-tokens 0: must be at least 1");
+        }
         let goodput = self
             .goodput
             .iter()
@@ -591,12 +613,39 @@ mod tests {
             (&["--cpus", "9999"], "--cpus"),
             (&["--concurrency", "0"], "--concurrency"),
             (&["--header", "novalue"], "--header"),
+            (
+                &["--url", "http://h:1", "--sim-itl-ms", "5"],
+                "built-in simulator",
+            ),
+            (
+                &["--url", "http://h:1", "--sim-fault", "http_500:0.1"],
+                "--sim-fault",
+            ),
+            (
+                &["--sim-fault", "http_500:0.7", "--sim-fault", "bad_json:0.7"],
+                "--sim-fault",
+            ),
+            (&["--out", "/dev/null"], "--out"),
+            (&["--input-tokens", "0"], "--input-tokens"),
+            (&["--url", "http://"], "no host"),
+            (&["--url", "http://h:99999"], "bad port"),
+            (&["--url", "ftp://h"], "needs a scheme"),
         ];
         for (args, want) in cases {
             let err = plan(args).unwrap_err();
             assert!(err.contains(want), "{args:?}: {err}");
         }
         assert!(plan(&["--concurrency", "4", "--request-rate", "5"]).is_err());
+        // Malformed values and unknown flags are clap's errors (exit code 2 as well).
+        for bad in [
+            &["--sim-fault", "nope:0.1"][..],
+            &["--sim-fault", "http_500"],
+            &["--grace", "soon"],
+            &["--request-rate", "fast"],
+            &["--no-such-flag"],
+        ] {
+            assert!(plan(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

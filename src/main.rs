@@ -57,8 +57,16 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
-    let cpus = match &args.cpus {
-        Some(s) => ringbench::cli::parse_cpus("--cpus", s)?,
+    let cpus = match args
+        .cpus
+        .as_deref()
+        .map(|s| ringbench::cli::parse_cpus("--cpus", s))
+    {
+        Some(Ok(cpus)) => cpus,
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
         None => vec![ringbench::cli::online_cpus()[0]],
     };
     let cfg = ringbench::sim::SimConfig {
