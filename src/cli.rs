@@ -139,6 +139,12 @@ pub struct RunArgs {
     /// Run even if another ringbench is benchmarking the same endpoint on this host.
     #[arg(long)]
     pub allow_concurrent: bool,
+    /// https: trust this CA certificate (PEM) instead of the system roots.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (said in the report).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]
@@ -175,6 +181,12 @@ pub struct SimArgs {
     /// How long slow_head takes to trickle the head out, ms.
     #[arg(long, default_value_t = 200)]
     pub fault_slow_head_ms: u64,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -480,6 +492,18 @@ impl RunArgs {
                 ));
             }
         }
+        let https = target.as_ref().is_some_and(|t| t.https);
+        if (self.cacert.is_some() || self.insecure) && !https {
+            return usage("--cacert/--insecure apply to https:// URLs only");
+        }
+        if let Some(ca) = &self.cacert {
+            if !ca.is_file() {
+                return usage(format!(
+                    "--cacert {}: no such file (give the CA certificate as a PEM file)",
+                    ca.display()
+                ));
+            }
+        }
         if self.input_tokens == 0 {
             return usage("--input-tokens 0: must be at least 1");
         }
@@ -523,6 +547,8 @@ impl RunArgs {
             progress: !self.quiet,
             grace_ns: self.grace,
             allow_concurrent: self.allow_concurrent,
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
         })
     }
 }
@@ -627,6 +653,11 @@ mod tests {
             ),
             (&["--out", "/dev/null"], "--out"),
             (&["--input-tokens", "0"], "--input-tokens"),
+            (&["--url", "http://h:1", "--insecure"], "https://"),
+            (
+                &["--url", "https://h", "--cacert", "/no/such.pem"],
+                "/no/such.pem",
+            ),
             (&["--url", "http://"], "no host"),
             (&["--url", "http://h:99999"], "bad port"),
             (&["--url", "ftp://h"], "needs a scheme"),

@@ -23,4 +23,5 @@ pub mod sim;
 pub mod sse;
 pub mod summary;
 pub mod timer;
+pub mod tls;
 pub mod worker;

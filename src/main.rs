@@ -78,6 +78,16 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         tokens_per_chunk: args.tokens_per_chunk,
         model: args.model.clone(),
         io_driver: args.io_driver,
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => match ringbench::tls::server_config(cert, key) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            },
+            _ => None,
+        },
         faults: match args.fault_config() {
             Ok(f) => f,
             Err(e) => {

@@ -145,6 +145,10 @@ pub struct Plan {
     pub grace_ns: u64,
     /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
     pub allow_concurrent: bool,
+    /// `https://`: trust only this CA (PEM) instead of the system roots.
+    pub cacert: Option<PathBuf>,
+    /// `https://`: do not verify the server's certificate (a warning in the report).
+    pub insecure: bool,
 }
 
 /// Header names whose values must never reach any output.
@@ -226,6 +230,8 @@ impl Plan {
             progress: false,
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
+            cacert: None,
+            insecure: false,
         }
     }
 

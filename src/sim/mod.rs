@@ -40,6 +40,7 @@ mod format;
 mod request;
 mod server;
 mod stats;
+mod tls_stream;
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -75,6 +76,8 @@ pub struct SimConfig {
     pub io_driver: IoDriver,
     /// Injected faults (`--fault KIND:PROB`), none by default.
     pub faults: fault::FaultConfig,
+    /// Serve TLS with this config (`--tls-cert/--tls-key`; see `crate::tls::server_config`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for SimConfig {
@@ -89,6 +92,7 @@ impl Default for SimConfig {
             model: "ringbench-sim".into(),
             io_driver: IoDriver::Auto,
             faults: fault::FaultConfig::default(),
+            tls: None,
         }
     }
 }
@@ -101,6 +105,7 @@ pub(crate) struct Settings {
     pub tokens_per_chunk: u32,
     pub model: String,
     pub faults: fault::FaultConfig,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Settings {
@@ -117,6 +122,7 @@ impl Settings {
                 fault::check_faults(&cfg.faults.faults).map_err(invalid)?;
                 cfg.faults.clone()
             },
+            tls: cfg.tls.clone(),
         })
     }
 }
