@@ -230,6 +230,12 @@ pub struct RunArgs {
     /// Built-in simulator's load model: extra ITL ms per other request in flight (0 = off).
     #[arg(long, default_value_t = 0.0)]
     pub sim_itl_per_inflight_ms: f64,
+    /// https: trust this CA certificate (PEM) instead of the system roots.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (said in the report).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +278,12 @@ pub struct SimArgs {
     /// Load model: extra ITL ms per other request in flight (0 = off).
     #[arg(long, default_value_t = 0.0)]
     pub itl_per_inflight_ms: f64,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -621,6 +633,40 @@ impl RunArgs {
         if target.is_some() && !self.sim_faults.is_empty() {
             return usage("--sim-fault applies to the built-in simulator only (drop --url)");
         }
+        if target.is_some()
+            && (self.sim_ttft_ms != 0.0
+                || self.sim_itl_ms != 0.0
+                || self.sim_tokens_per_chunk != 1
+                || self.sim_cpus.is_some())
+        {
+            return usage(
+                "--sim-ttft-ms/--sim-itl-ms/--sim-tokens-per-chunk/--sim-cpus configure the \
+                 built-in simulator, which does not run with --url (drop one or the other)",
+            );
+        }
+        if let Some(out) = &self.out {
+            if out.exists() && !out.is_dir() {
+                return usage(format!(
+                    "--out {}: is a file; give a folder (it is created if missing)",
+                    out.display()
+                ));
+            }
+        }
+        let https = target.as_ref().is_some_and(|t| t.https);
+        if (self.cacert.is_some() || self.insecure) && !https {
+            return usage("--cacert/--insecure apply to https:// URLs only");
+        }
+        if let Some(ca) = &self.cacert {
+            if !ca.is_file() {
+                return usage(format!(
+                    "--cacert {}: no such file (give the CA certificate as a PEM file)",
+                    ca.display()
+                ));
+            }
+        }
+        if self.input_tokens == 0 {
+            return usage("--input-tokens 0: must be at least 1");
+        }
         let goodput = self
             .goodput
             .iter()
@@ -662,6 +708,8 @@ impl RunArgs {
             grace_ns: self.grace,
             allow_concurrent: self.allow_concurrent,
             exports: exports_of(self.export.as_deref())?,
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
         })
     }
 }
@@ -753,12 +801,44 @@ mod tests {
             (&["--concurrency", "0"], "--concurrency"),
             (&["--header", "novalue"], "--header"),
             (&["--export", "vllm,excel"], "--export"),
+            (
+                &["--url", "http://h:1", "--sim-itl-ms", "5"],
+                "built-in simulator",
+            ),
+            (
+                &["--url", "http://h:1", "--sim-fault", "http_500:0.1"],
+                "--sim-fault",
+            ),
+            (
+                &["--sim-fault", "http_500:0.7", "--sim-fault", "bad_json:0.7"],
+                "--sim-fault",
+            ),
+            (&["--out", "/dev/null"], "--out"),
+            (&["--input-tokens", "0"], "--input-tokens"),
+            (&["--url", "http://h:1", "--insecure"], "https://"),
+            (
+                &["--url", "https://h", "--cacert", "/no/such.pem"],
+                "/no/such.pem",
+            ),
+            (&["--url", "http://"], "no host"),
+            (&["--url", "http://h:99999"], "bad port"),
+            (&["--url", "ftp://h"], "needs a scheme"),
         ];
         for (args, want) in cases {
             let err = plan(args).unwrap_err();
             assert!(err.contains(want), "{args:?}: {err}");
         }
         assert!(plan(&["--concurrency", "4", "--request-rate", "5"]).is_err());
+        // Malformed values and unknown flags are clap's errors (exit code 2 as well).
+        for bad in [
+            &["--sim-fault", "nope:0.1"][..],
+            &["--sim-fault", "http_500"],
+            &["--grace", "soon"],
+            &["--request-rate", "fast"],
+            &["--no-such-flag"],
+        ] {
+            assert!(plan(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

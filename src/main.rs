@@ -104,8 +104,16 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
-    let cpus = match &args.cpus {
-        Some(s) => ringbench::cli::parse_cpus("--cpus", s)?,
+    let cpus = match args
+        .cpus
+        .as_deref()
+        .map(|s| ringbench::cli::parse_cpus("--cpus", s))
+    {
+        Some(Ok(cpus)) => cpus,
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
         None => vec![ringbench::cli::online_cpus()[0]],
     };
     let cfg = ringbench::sim::SimConfig {
@@ -117,6 +125,16 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         tokens_per_chunk: args.tokens_per_chunk,
         model: args.model.clone(),
         io_driver: args.io_driver,
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => match ringbench::tls::server_config(cert, key) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            },
+            _ => None,
+        },
         faults: match args.fault_config() {
             Ok(f) => f,
             Err(e) => {

@@ -150,6 +150,10 @@ pub struct Plan {
     pub allow_concurrent: bool,
     /// Exports written beside `summary.json` when `out_dir` is set (`--export`).
     pub exports: Vec<crate::export::ExportKind>,
+    /// `https://`: trust only this CA (PEM) instead of the system roots.
+    pub cacert: Option<PathBuf>,
+    /// `https://`: do not verify the server's certificate (a warning in the report).
+    pub insecure: bool,
 }
 
 /// Header names whose values must never reach any output.
@@ -234,6 +238,8 @@ impl Plan {
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
             exports: crate::export::ALL.to_vec(),
+            cacert: None,
+            insecure: false,
         }
     }
 

@@ -38,10 +38,12 @@ pub enum RunError {
     Model(String, String),
     #[error("--io-driver uring: the kernel refuses io_uring here (use --io-driver epoll or auto)")]
     UringRefused,
-    #[error("https is not supported yet; use an http:// URL")]
-    HttpsUnsupported,
     #[error("exports: {0}")]
     Export(#[from] crate::export::ExportError),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error(transparent)]
+    Busy(#[from] crate::lock::LockError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -59,15 +61,26 @@ struct Endpoint {
     host_header: String,
     base_url: String,
     sim: Option<crate::sim::SimHandle>,
+    /// `https://`: the client config and the name the certificate must carry.
+    tls: Option<TlsTarget>,
+}
+
+struct TlsTarget {
+    config: Arc<rustls::ClientConfig>,
+    host: String,
 }
 
 fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
     let Some(t) = &plan.target else {
         return start_sim(plan);
     };
-    if t.https {
-        return Err(RunError::HttpsUnsupported);
-    }
+    let tls = match t.https {
+        true => Some(TlsTarget {
+            config: crate::tls::client_config(plan.cacert.as_deref(), plan.insecure)?,
+            host: t.host.clone(),
+        }),
+        false => None,
+    };
     let addr = (t.host.as_str(), t.port)
         .to_socket_addrs()
         .map_err(|e| e.to_string())
@@ -82,6 +95,7 @@ fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
         host_header: format!("{}:{}", t.host, t.port),
         base_url: t.url.trim_end_matches('/').to_string(),
         sim: None,
+        tls,
     })
 }
 
@@ -110,15 +124,30 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
         host_header: addr.to_string(),
         base_url: format!("http://{addr}"),
         sim: Some(handle),
+        tls: None,
     })
 }
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
 
 /// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
 fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
     let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
     let limit = Duration::from_nanos(plan.connect_timeout_ns);
-    let mut s = TcpStream::connect_timeout(&ep.addr, limit).map_err(|e| fail(e.to_string()))?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut s: Box<dyn ReadWrite> = match &ep.tls {
+        Some(t) => Box::new(crate::tls::probe(
+            ep.addr,
+            &t.host,
+            t.config.clone(),
+            limit,
+        )?),
+        None => {
+            let s = TcpStream::connect_timeout(&ep.addr, limit).map_err(|e| fail(e.to_string()))?;
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            Box::new(s)
+        }
+    };
     let mut req = format!(
         "GET /v1/models HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
         ep.host_header
@@ -130,9 +159,13 @@ fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
     s.write_all(req.as_bytes())
         .map_err(|e| fail(e.to_string()))?;
     let mut resp = Vec::new();
-    s.take(4 << 20)
-        .read_to_end(&mut resp)
-        .map_err(|e| fail(e.to_string()))?;
+    match s.take(4 << 20).read_to_end(&mut resp) {
+        // A TLS server that closes without close_notify (as the simulator and many do) after
+        // a complete answer is not an error here: the body is parsed below.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !resp.is_empty() => {}
+        Err(e) => return Err(fail(e.to_string())),
+        Ok(_) => {}
+    }
     model_from_response(&resp).ok_or_else(|| fail("no model id in the response".into()))
 }
 
@@ -165,8 +198,23 @@ pub fn run_with(
     }
     let started_at = crate::clock::rfc3339_now();
     let ep = resolve(plan)?;
+    // Held until the run returns; the kernel releases it on any other exit.
+    let _lock = match &plan.target {
+        Some(t) if !plan.allow_concurrent => Some(crate::lock::acquire(
+            &format!("{}{}", ep.addr, t.base_path),
+            &started_at,
+        )?),
+        _ => None,
+    };
     let model = match &plan.model {
-        Some(m) => m.clone(),
+        Some(m) => {
+            // A certificate problem is one clear error before the run, not N `connect`s.
+            if let Some(t) = &ep.tls {
+                let limit = Duration::from_nanos(plan.connect_timeout_ns);
+                crate::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
+            }
+            m.clone()
+        }
         None => discover_model(&ep, plan)?,
     };
     let catalog = Catalog::build(plan, &ep.host_header, &model);
@@ -197,6 +245,7 @@ pub fn run_with(
             records: tx.clone(),
             recycled: recycle_rx.clone(),
             shared: shared.clone(),
+            tls: tls_connector(&ep)?,
         };
         handles.push(worker::spawn(setup).map_err(io_err("cannot start a worker thread"))?);
     }
@@ -227,6 +276,13 @@ pub fn run_with(
     if plan.target.is_none() {
         warnings.push(catalog.input_method.to_string());
     }
+    if plan.insecure {
+        warnings.push(
+            "--insecure: the server's TLS certificate was NOT verified; anyone on the path \
+             could have answered"
+                .to_string(),
+        );
+    }
     let facts = RunFacts {
         started_at,
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
@@ -246,6 +302,17 @@ pub fn run_with(
         crate::export::write_all(dir, dir, &summary, &plan.exports)?;
     }
     Ok(summary)
+}
+
+/// The workers' TLS connector and server name, for an `https://` target.
+fn tls_connector(ep: &Endpoint) -> Result<Option<worker::TlsClient>, RunError> {
+    let Some(t) = &ep.tls else {
+        return Ok(None);
+    };
+    Ok(Some(worker::TlsClient {
+        connector: monoio_rustls::TlsConnector::from(t.config.clone()),
+        name: crate::tls::server_name(&t.host)?,
+    }))
 }
 
 /// Descriptors kept free for everything that is not a connection (files, the ring, timers).

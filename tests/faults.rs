@@ -297,3 +297,31 @@ fn unresponsive_listener() -> (u16, Vec<std::net::TcpStream>) {
     std::mem::forget(listener);
     (port, hold)
 }
+
+#[test]
+fn a_second_run_against_the_same_endpoint_is_refused_unless_allowed() {
+    let _g = lock();
+    let sim = ringbench::sim::start(ringbench::sim::SimConfig::default()).unwrap();
+    let url = format!("http://{}", sim.addr);
+    let mut p = fault_plan("http_500", 0.0);
+    p.target = Some(ringbench::cli::parse_target(&url).unwrap());
+    p.sim = None;
+    p.stop.request_count = Some(4);
+    p.goodput.clear();
+    let held = ringbench::lock::acquire(&sim.addr.to_string(), "2026-11-29T00:00:00Z").unwrap();
+    let err = ringbench::run::run(&p, |_, _| {}).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    assert!(err.contains("--allow-concurrent"), "{err}");
+    p.allow_concurrent = true;
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 4);
+    drop(held);
+    p.allow_concurrent = false;
+    let s = run(&p);
+    assert_eq!(u(&s, "counts.ok"), 4);
+    // The run released its lock on the way out.
+    drop(ringbench::lock::acquire(&sim.addr.to_string(), "now").unwrap());
+}

@@ -14,7 +14,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use monoio::buf::IoBufMut;
-use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 
 use super::fault::FaultDraw;
@@ -22,6 +21,7 @@ use super::fdwait::{fire_now, Timer};
 use super::format::{self, Api, Reply, Status};
 use super::request::{self, Head, HeadError, Job, Route};
 use super::stats::{bump, ThreadStats};
+use super::tls_stream::SimStream;
 use super::Settings;
 use crate::clock::mono_ns;
 
@@ -86,10 +86,14 @@ enum ConnEnd {
 }
 
 /// Serves one accepted connection until the peer closes, asks to close, or stop.
-pub(crate) async fn serve(stream: TcpStream, shared: Rc<Shared>) {
-    if faulty::refused(&stream, &shared) {
+pub(crate) async fn serve(tcp: TcpStream, shared: Rc<Shared>) {
+    if faulty::refused(&tcp, &shared) {
         return;
     }
+    let Ok(stream) = SimStream::accept(tcp, shared.settings.tls.as_ref()).await else {
+        bump(&shared.stats.io_errors, 1);
+        return;
+    };
     let id = shared.next_conn.get();
     shared.next_conn.set(id + 1);
     shared
@@ -126,7 +130,7 @@ struct Plan {
 }
 
 struct Conn {
-    stream: TcpStream,
+    stream: SimStream,
     timer: Option<Timer>,
     shared: Rc<Shared>,
     id: u64,
@@ -141,7 +145,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, shared: Rc<Shared>, id: u64) -> Self {
+    fn new(stream: SimStream, shared: Rc<Shared>, id: u64) -> Self {
         Self {
             stream,
             timer: None,

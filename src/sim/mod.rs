@@ -41,6 +41,7 @@ mod load_model;
 mod request;
 mod server;
 mod stats;
+mod tls_stream;
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -79,6 +80,8 @@ pub struct SimConfig {
     /// Load model (off at 0): extra ms of TTFT and of ITL per other request in flight.
     pub ttft_per_inflight_ms: f64,
     pub itl_per_inflight_ms: f64,
+    /// Serve TLS with this config (`--tls-cert/--tls-key`; see `crate::tls::server_config`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for SimConfig {
@@ -95,6 +98,7 @@ impl Default for SimConfig {
             faults: fault::FaultConfig::default(),
             ttft_per_inflight_ms: 0.0,
             itl_per_inflight_ms: 0.0,
+            tls: None,
         }
     }
 }
@@ -108,6 +112,7 @@ pub(crate) struct Settings {
     pub model: String,
     pub faults: fault::FaultConfig,
     pub load: load_model::LoadModel,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Settings {
@@ -128,6 +133,7 @@ impl Settings {
                 ms_to_ns("ttft_per_inflight_ms", cfg.ttft_per_inflight_ms)?,
                 ms_to_ns("itl_per_inflight_ms", cfg.itl_per_inflight_ms)?,
             ),
+            tls: cfg.tls.clone(),
         })
     }
 }

@@ -273,9 +273,31 @@ enum Attempt {
     Stale,
 }
 
+/// One connection, plain or TLS: the two cases of the hot path's read and write.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<monoio_rustls::ClientTlsStream<TcpStream>>),
+}
+
+impl Stream {
+    async fn read(&mut self, buf: Vec<u8>) -> monoio::BufResult<usize, Vec<u8>> {
+        match self {
+            Stream::Plain(s) => s.read(buf).await,
+            Stream::Tls(s) => s.read(buf).await,
+        }
+    }
+
+    async fn write_all(&mut self, bytes: Bytes) -> monoio::BufResult<usize, Bytes> {
+        match self {
+            Stream::Plain(s) => s.write_all(bytes).await,
+            Stream::Tls(s) => s.write_all(bytes).await,
+        }
+    }
+}
+
 /// A lane's connection state, reused across requests.
 struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<Stream>,
     parser: ResponseParser,
     buf: Vec<u8>,
     cancel_slot: Rc<Cell<Option<Waker>>>,
@@ -366,6 +388,19 @@ impl Conn {
             Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
         };
         let _ = stream.set_nodelay(true);
+        let stream = match &s.tls {
+            None => Stream::Plain(stream),
+            // The handshake is part of connecting: bounded by the same timeout, and a
+            // failure (a certificate the pre-run check accepted, then not) is `connect`.
+            Some(tls) => {
+                match monoio::time::timeout(limit, tls.connector.connect(tls.name.clone(), stream))
+                    .await
+                {
+                    Ok(Ok(tls_stream)) => Stream::Tls(Box::new(tls_stream)),
+                    Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
+                }
+            }
+        };
         let mut c = ctx.counters.borrow_mut();
         c.connections_opened += 1;
         c.reconnects += u64::from(reconnect);

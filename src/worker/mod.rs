@@ -84,6 +84,15 @@ pub struct WorkerSetup {
     pub records: Sender<Record>,
     pub recycled: Receiver<Vec<EventStamp>>,
     pub shared: Arc<Shared>,
+    /// `https://` targets: every new connection shakes hands with this.
+    pub tls: Option<TlsClient>,
+}
+
+/// What a worker needs to open TLS connections.
+#[derive(Clone)]
+pub struct TlsClient {
+    pub connector: monoio_rustls::TlsConnector,
+    pub name: rustls::pki_types::ServerName<'static>,
 }
 
 /// What a worker thread returns.
