@@ -139,6 +139,8 @@ pub struct Plan {
     pub out_dir: Option<PathBuf>,
     /// Print the live progress line (stderr is a terminal).
     pub progress: bool,
+    /// Tokenizer, length distributions, dataset, shared prefixes, request options.
+    pub workload: crate::workload::WorkloadSpec,
 }
 
 /// Header names whose values must never reach any output.
@@ -217,6 +219,7 @@ impl Plan {
             max_lag_ms: 1.0,
             out_dir: None,
             progress: false,
+            workload: crate::workload::WorkloadSpec::default(),
         }
     }
 

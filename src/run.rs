@@ -10,6 +10,7 @@ use crate::record::{EventStamp, Record};
 use crate::schedule::Schedule;
 use crate::summary::Summary;
 use crate::worker::{self, Shared, WorkerSetup};
+use crate::workload::{CacheTally, Prepared};
 use crossbeam_channel::RecvTimeoutError;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -39,6 +40,9 @@ pub enum RunError {
     UringRefused,
     #[error("https is not supported yet; use an http:// URL")]
     HttpsUnsupported,
+    /// A tokenizer or dataset that cannot be used (bad input: exit code 2).
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -142,8 +146,16 @@ fn model_from_response(resp: &[u8]) -> Option<String> {
 }
 
 /// Runs one benchmark. `on_progress` is called about once a second from this thread.
-pub fn run(
+pub fn run(plan: &Plan, on_progress: impl FnMut(&LiveCounts, f64)) -> Result<Summary, RunError> {
+    let prepared = crate::workload::prepare(plan)?;
+    run_prepared(plan, prepared, on_progress)
+}
+
+/// Runs one benchmark with its requests already prepared (`workload::prepare`), so the
+/// caller can check and show the workload before anything is sent.
+pub fn run_prepared(
     plan: &Plan,
+    prepared: Prepared,
     mut on_progress: impl FnMut(&LiveCounts, f64),
 ) -> Result<Summary, RunError> {
     if plan.io_driver == IoDriver::Uring && !worker::uring_available() {
@@ -155,7 +167,7 @@ pub fn run(
         Some(m) => m.clone(),
         None => discover_model(&ep, plan)?,
     };
-    let catalog = Catalog::build(plan, &ep.host_header, &model);
+    let catalog = Catalog::build(plan, &prepared, &ep.host_header, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let plan_arc = Arc::new(plan.clone());
@@ -187,8 +199,10 @@ pub fn run(
         handles.push(worker::spawn(setup).map_err(io_err("cannot start a worker thread"))?);
     }
     drop(tx);
+    let mut tally = CacheTally::default();
     collect(
         &mut collector,
+        &mut tally,
         &rx,
         &recycle_tx,
         &clock,
@@ -203,9 +217,11 @@ pub fn run(
         .sim
         .map(|s| serde_json::to_value(s.stop()).unwrap_or_default());
     let mut warnings: Vec<String> = ends.iter().flat_map(|e| e.warnings.clone()).collect();
-    if plan.target.is_none() {
-        warnings.push(catalog.input_method.to_string());
+    if !catalog.input_method.starts_with("exact") {
+        warnings.push(catalog.input_method.clone());
     }
+    let mut workload = prepared.stats;
+    tally.apply(&mut workload);
     let facts = RunFacts {
         started_at,
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
@@ -215,6 +231,7 @@ pub fn run(
         workers: ends.into_iter().map(|e| e.stats).collect(),
         sim: sim_stats,
         warnings,
+        workload: Some(workload),
     };
     let summary = collector
         .finish(plan, facts)
@@ -314,6 +331,7 @@ fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: &Shared) ->
 /// the workers, and a progress callback about once a second.
 fn collect(
     collector: &mut Collector,
+    tally: &mut CacheTally,
     rx: &crossbeam_channel::Receiver<Record>,
     recycle: &crossbeam_channel::Sender<Vec<EventStamp>>,
     clock: &RunClock,
@@ -325,6 +343,7 @@ fn collect(
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(mut rec) => {
                 collector.add(&rec);
+                tally.add(&rec);
                 let mut events = std::mem::take(&mut rec.events);
                 events.clear();
                 let _ = recycle.try_send(events);

@@ -42,6 +42,9 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// The run was stopped early (signal); figures cover what happened until then.
     pub interrupted: bool,
+    /// Input/output lengths asked (realized percentiles), their method, shared prefixes.
+    #[serde(default)]
+    pub workload: Option<crate::workload::WorkloadStats>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

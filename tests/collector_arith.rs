@@ -551,6 +551,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "overhead",
         "warnings",
         "interrupted",
+        "workload",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

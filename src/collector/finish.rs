@@ -72,6 +72,7 @@ impl Collector {
             overhead,
             warnings,
             interrupted: facts.interrupted,
+            workload: facts.workload.clone(),
         })
     }
 }
