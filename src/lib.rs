@@ -25,6 +25,7 @@ pub mod sse;
 pub mod summary;
 pub mod timer;
 pub mod tokenizer;
+pub mod trace;
 pub mod worker;
 pub mod workload;
 pub mod workload_args;
