@@ -2,72 +2,61 @@
 //! its prompt token count known up front. Stage 0 of the flow (plan → **catalog** → schedule →
 //! worker …): the hot path only picks an entry by id and hands its bytes to the kernel.
 //!
-//! Prompts are synthetic until a tokenizer is given: words drawn (seeded) from a list of
-//! common English words that are each one token in the GPT-2/Llama-style BPE vocabularies,
-//! each preceded by a space. The input length is therefore an approximation ("one word ≈ one
-//! token"), and the report says so.
+//! What each request asks (prompt, ISL, `max_tokens`) is decided by `workload` before this;
+//! here it only becomes bytes. The catalog is bounded (`workload::MAX_DISTINCT` entries, cycled
+//! by id), so memory does not grow with the run.
 
 use crate::plan::{Endpoint, Plan};
+use crate::workload::{Prepared, Prompt};
 use bytes::Bytes;
-use rand::rngs::Xoshiro256PlusPlus;
-use rand::{RngExt, SeedableRng};
 use std::fmt::Write as _;
-
-/// How the input lengths were obtained, stated in the summary.
-pub const SYNTHETIC_METHOD: &str =
-    "approximate: synthetic prompt of N common English words, one word counted as one token";
-
-/// Distinct prompts kept; requests cycle through them. Bounded so memory does not grow with
-/// the request count, and large enough that a prefix cache cannot hold them all as one.
-const MAX_DISTINCT: usize = 1024;
-
-const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
-    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
-    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "people", "year",
-    "water", "house", "light", "world", "school", "river", "city", "music", "story", "paper",
-    "table", "market", "green", "small", "large", "early", "young", "north", "south", "simple",
-];
 
 /// One pre-built request.
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub bytes: Bytes,
     pub input_tokens: u32,
+    /// `max_tokens` asked: the intended output length.
+    pub output_tokens: u32,
 }
 
 /// All requests of a run; entry `id % len` is sent for arrival `id`.
 #[derive(Clone, Debug)]
 pub struct Catalog {
     entries: Vec<Entry>,
-    pub input_method: &'static str,
+    pub input_method: String,
 }
 
 impl Catalog {
-    pub fn build(plan: &Plan, host_header: &str, model: &str) -> Catalog {
-        let total = plan
-            .stop
-            .request_count
-            .map_or(MAX_DISTINCT as u64, |c| c + plan.warmup_requests);
-        let distinct = (total as usize).clamp(1, MAX_DISTINCT);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ 0x5eed_ca7a);
+    /// Serializes every prepared prompt (see `workload::prepare`).
+    pub fn build(plan: &Plan, prepared: &Prepared, host_header: &str, model: &str) -> Catalog {
         let head_extra = extra_headers(plan);
-        let entries = (0..distinct)
-            .map(|_| {
-                let prompt = synthetic_prompt(&mut rng, plan.input_tokens);
-                let body = request_body(plan, model, &prompt);
+        let entries = prepared
+            .prompts
+            .iter()
+            .map(|p| {
+                let body = request_body(plan, model, p);
                 let bytes = request_bytes(plan.endpoint, host_header, &head_extra, &body);
                 Entry {
                     bytes: Bytes::from(bytes),
-                    input_tokens: plan.input_tokens,
+                    input_tokens: p.input_tokens,
+                    output_tokens: p.max_tokens,
                 }
             })
             .collect();
         Catalog {
             entries,
-            input_method: SYNTHETIC_METHOD,
+            input_method: prepared.stats.input_method.clone(),
         }
+    }
+
+    /// The largest `max_tokens` of any entry.
+    pub fn max_output_tokens(&self) -> u32 {
+        self.entries
+            .iter()
+            .map(|e| e.output_tokens)
+            .max()
+            .unwrap_or(1)
     }
 
     #[inline]
@@ -84,17 +73,6 @@ impl Catalog {
     }
 }
 
-fn synthetic_prompt(rng: &mut Xoshiro256PlusPlus, tokens: u32) -> String {
-    let mut s = String::with_capacity(tokens as usize * 6);
-    for i in 0..tokens {
-        if i > 0 {
-            s.push(' ');
-        }
-        s.push_str(WORDS[rng.random_range(0..WORDS.len())]);
-    }
-    s
-}
-
 fn extra_headers(plan: &Plan) -> String {
     let mut h = String::new();
     if let Some(key) = &plan.api_key {
@@ -106,26 +84,44 @@ fn extra_headers(plan: &Plan) -> String {
     h
 }
 
-/// The JSON body, built with serde_json so prompts and names are escaped correctly.
-pub fn request_body(plan: &Plan, model: &str, prompt: &str) -> Vec<u8> {
+/// The JSON body, built with serde_json so prompts and names are escaped correctly. The
+/// request options come last, `--extra-body` after everything, so its keys win.
+pub fn request_body(plan: &Plan, model: &str, prompt: &Prompt) -> Vec<u8> {
     let mut body = serde_json::Map::new();
     body.insert("model".into(), model.into());
-    match plan.endpoint {
-        Endpoint::Chat => {
-            let msg = serde_json::json!([{ "role": "user", "content": prompt }]);
+    match (plan.endpoint, &prompt.messages) {
+        (Endpoint::Chat, Some(messages)) => {
+            body.insert("messages".into(), messages.clone());
+        }
+        (Endpoint::Chat, None) => {
+            let msg = serde_json::json!([{ "role": "user", "content": prompt.text }]);
             body.insert("messages".into(), msg);
         }
-        Endpoint::Completions => {
-            body.insert("prompt".into(), prompt.into());
+        (Endpoint::Completions, _) => {
+            body.insert("prompt".into(), prompt.text.as_str().into());
         }
     }
-    body.insert("max_tokens".into(), plan.output_tokens.into());
+    body.insert("max_tokens".into(), prompt.max_tokens.into());
     body.insert("stream".into(), plan.stream.into());
     if plan.stream && plan.include_usage {
         body.insert(
             "stream_options".into(),
             serde_json::json!({ "include_usage": true }),
         );
+    }
+    let opts = &plan.workload.request;
+    if opts.ignore_eos {
+        body.insert("ignore_eos".into(), true.into());
+    }
+    if let Some(n) = opts.min_tokens {
+        // Never above max_tokens: servers refuse min_tokens > max_tokens.
+        body.insert("min_tokens".into(), n.min(prompt.max_tokens).into());
+    }
+    if let Some(t) = opts.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(extra) = &opts.extra_body {
+        body.extend(extra.clone());
     }
     serde_json::to_vec(&serde_json::Value::Object(body)).expect("a JSON map always serializes")
 }
@@ -149,6 +145,23 @@ fn request_bytes(endpoint: Endpoint, host: &str, extra: &str, body: &[u8]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::prepare;
+
+    fn parse(bytes: &[u8]) -> (String, serde_json::Value, Option<Vec<u8>>) {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let head_len = match req.parse(bytes).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("head incomplete"),
+        };
+        let auth = req
+            .headers
+            .iter()
+            .find(|h| h.name == "Authorization")
+            .map(|h| h.value.to_vec());
+        let body = serde_json::from_slice(&bytes[head_len..]).unwrap();
+        (req.path.unwrap().to_string(), body, auth)
+    }
 
     #[test]
     fn requests_are_valid_http_with_the_asked_lengths() {
@@ -156,36 +169,49 @@ mod tests {
         plan.input_tokens = 7;
         plan.output_tokens = 33;
         plan.api_key = Some("sk-x".into());
-        let cat = Catalog::build(&plan, "127.0.0.1:8000", "m\"odel");
+        let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "127.0.0.1:8000", "m\"odel");
         assert_eq!(cat.len(), 100);
         let e = cat.get(101);
-        let mut headers = [httparse::EMPTY_HEADER; 16];
-        let mut req = httparse::Request::new(&mut headers);
-        let head_len = match req.parse(&e.bytes).unwrap() {
-            httparse::Status::Complete(n) => n,
-            httparse::Status::Partial => panic!("head incomplete"),
-        };
-        assert_eq!(req.path, Some("/v1/chat/completions"));
-        let body: serde_json::Value = serde_json::from_slice(&e.bytes[head_len..]).unwrap();
+        assert_eq!((e.input_tokens, e.output_tokens), (7, 33));
+        let (path, body, auth) = parse(&e.bytes);
+        assert_eq!(path, "/v1/chat/completions");
         assert_eq!(body["model"], "m\"odel");
         assert_eq!(body["max_tokens"], 33);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert!(body.get("ignore_eos").is_none() && body.get("temperature").is_none());
         let prompt = body["messages"][0]["content"].as_str().unwrap();
         assert_eq!(prompt.split(' ').count(), 7);
-        let auth = req
-            .headers
-            .iter()
-            .find(|h| h.name == "Authorization")
-            .unwrap();
-        assert_eq!(auth.value, b"Bearer sk-x");
+        assert_eq!(auth.as_deref(), Some(&b"Bearer sk-x"[..]));
     }
 
     #[test]
     fn same_seed_same_prompts() {
         let plan = Plan::defaults();
-        let a = Catalog::build(&plan, "h", "m");
-        let b = Catalog::build(&plan, "h", "m");
+        let a = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
+        let b = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
         assert_eq!(a.get(5).bytes, b.get(5).bytes);
         assert_ne!(a.get(5).bytes, a.get(6).bytes);
+    }
+
+    #[test]
+    fn request_options_are_merged_and_extra_body_wins() {
+        let mut plan = Plan::defaults();
+        plan.endpoint = Endpoint::Completions;
+        plan.output_tokens = 10;
+        let r = &mut plan.workload.request;
+        r.ignore_eos = true;
+        r.min_tokens = Some(50);
+        r.temperature = Some(0.0);
+        r.extra_body =
+            Some(serde_json::from_str(r#"{"top_p":0.9,"max_tokens":12,"seed":1}"#).unwrap());
+        let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
+        let (path, body, _) = parse(&cat.get(0).bytes);
+        assert_eq!(path, "/v1/completions");
+        assert!(body["prompt"].is_string());
+        assert_eq!(body["ignore_eos"], true);
+        assert_eq!(body["min_tokens"], 10, "clamped to max_tokens");
+        assert_eq!(body["temperature"], 0.0);
+        assert_eq!(body["top_p"], 0.9);
+        assert_eq!(body["max_tokens"], 12, "--extra-body keys win");
     }
 }

@@ -155,8 +155,9 @@ pub struct RunArgs {
     pub warmup_duration: Option<u64>,
     #[arg(long, default_value_t = 128)]
     pub input_tokens: u32,
-    #[arg(long, default_value_t = 16)]
-    pub output_tokens: u32,
+    /// max_tokens of every request [default: 16, or the dataset's own output lengths].
+    #[arg(long)]
+    pub output_tokens: Option<u32>,
     /// Per-request SLOs KEY:MS (ttft, tpot, itl, e2e, ntpot), as vLLM's --goodput.
     #[arg(long, num_args = 1.., value_name = "KEY:MS")]
     pub goodput: Vec<String>,
@@ -236,7 +237,53 @@ pub struct RunArgs {
     /// https: do not verify the server's certificate (said in the report).
     #[arg(long)]
     pub insecure: bool,
+    /// Hugging Face tokenizer.json (local file): exact-length prompts and exact input counts.
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Input length distribution: fixed:N, uniform:MEAN:RATIO, normal:MEAN:SD[:MAX],
+    /// lognormal:MEDIAN:P99[:MAX] [default: fixed at --input-tokens].
+    #[arg(long, value_name = "SPEC")]
+    pub input_dist: Option<String>,
+    /// Output length (max_tokens) distribution, same syntax as --input-dist.
+    #[arg(long, value_name = "SPEC")]
+    pub output_dist: Option<String>,
+    /// Uniform lengths in [N·(1−R), N·(1+R)] around --input-tokens and --output-tokens (vLLM's).
+    #[arg(long, value_name = "R", conflicts_with_all = ["input_dist", "output_dist"])]
+    pub random_range_ratio: Option<f64>,
+    /// Prompts from a file (see --dataset-format).
+    #[arg(long, value_name = "PATH")]
+    pub dataset: Option<PathBuf>,
+    /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens) or logs
+    /// (prompt_tokens, completion_tokens) [default: sharegpt for .json, else jsonl].
+    #[arg(long, value_enum, requires = "dataset")]
+    pub dataset_format: Option<crate::dataset::DatasetKind>,
+    /// Order items are taken in: sequential, random (with replacement) or shuffle; seeded.
+    #[arg(long, value_enum, default_value = "sequential", requires = "dataset")]
+    pub dataset_sampling: crate::dataset::Sampling,
+    /// Send ignore_eos: true (vLLM/SGLang), so answers run to max_tokens.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Send min_tokens N (clamped to each request's max_tokens).
+    #[arg(long, value_name = "N")]
+    pub min_tokens: Option<u32>,
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// A JSON object merged into every request body last (its keys win).
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Shared system prefixes: G groups (needs --prefix-tokens).
+    #[arg(long, value_name = "G", requires = "prefix_tokens")]
+    pub prefix_groups: Option<u32>,
+    /// Tokens in each shared prefix (needs --prefix-groups).
+    #[arg(long, value_name = "P", requires = "prefix_groups")]
+    pub prefix_tokens: Option<u32>,
+    /// Zipf exponent of group popularity (default: groups equally likely).
+    #[arg(long, value_name = "S", requires = "prefix_groups")]
+    pub prefix_zipf: Option<f64>,
 }
+
+/// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
+pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -597,7 +644,8 @@ impl RunArgs {
                 duration_ns: d,
             },
         };
-        if self.output_tokens == 0 {
+        let output_tokens = self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS);
+        if output_tokens == 0 {
             return usage("--output-tokens 0: must be at least 1");
         }
         if !(self.max_lag.is_finite() && self.max_lag > 0.0) {
@@ -690,7 +738,7 @@ impl RunArgs {
             warmup_requests: self.warmup_requests,
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
             input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
+            output_tokens,
             stream: !self.no_stream,
             include_usage: !self.no_usage,
             seed: self.seed,
@@ -710,6 +758,7 @@ impl RunArgs {
             exports: exports_of(self.export.as_deref())?,
             cacert: self.cacert.clone(),
             insecure: self.insecure,
+            workload: crate::workload_args::workload_of(self)?,
         })
     }
 }

@@ -37,13 +37,32 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    // Tokenizer, dataset and prompts before anything is sent: bad input is a usage error.
+    let prepared = match ringbench::workload::prepare(&plan) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        for line in prepared.stats.describe() {
+            writeln!(out, "{line}")?;
+        }
+    }
     let live = plan.progress && std::io::stderr().is_terminal();
     signals::install();
-    let summary = ringbench::run::run_with(&plan, &signals::INTERRUPTED, |counts, elapsed_s| {
-        if live {
-            eprint!("\r{}", ringbench::report::progress_line(counts, elapsed_s));
-        }
-    })?;
+    let summary = ringbench::run::run_prepared(
+        &plan,
+        prepared,
+        &signals::INTERRUPTED,
+        |counts, elapsed_s| {
+            if live {
+                eprint!("\r{}", ringbench::report::progress_line(counts, elapsed_s));
+            }
+        },
+    )?;
     if live {
         eprintln!();
     }

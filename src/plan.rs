@@ -154,6 +154,8 @@ pub struct Plan {
     pub cacert: Option<PathBuf>,
     /// `https://`: do not verify the server's certificate (a warning in the report).
     pub insecure: bool,
+    /// Tokenizer, length distributions, dataset, shared prefixes, request options.
+    pub workload: crate::workload::WorkloadSpec,
 }
 
 /// Header names whose values must never reach any output.
@@ -240,6 +242,7 @@ impl Plan {
             exports: crate::export::ALL.to_vec(),
             cacert: None,
             insecure: false,
+            workload: crate::workload::WorkloadSpec::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::record::{EventStamp, Record};
 use crate::schedule::Schedule;
 use crate::summary::Summary;
 use crate::worker::{self, Shared, WorkerSetup};
+use crate::workload::{CacheTally, Prepared};
 use crossbeam_channel::RecvTimeoutError;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -44,6 +45,9 @@ pub enum RunError {
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
     Busy(#[from] crate::lock::LockError),
+    /// A tokenizer or dataset that cannot be used (bad input: exit code 2).
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -191,6 +195,18 @@ pub fn run(plan: &Plan, on_progress: impl FnMut(&LiveCounts, f64)) -> Result<Sum
 pub fn run_with(
     plan: &Plan,
     interrupt: &AtomicBool,
+    on_progress: impl FnMut(&LiveCounts, f64),
+) -> Result<Summary, RunError> {
+    let prepared = crate::workload::prepare(plan)?;
+    run_prepared(plan, prepared, interrupt, on_progress)
+}
+
+/// `run_with` with its requests already prepared (`workload::prepare`), so the caller can
+/// check and show the workload before anything is sent.
+pub fn run_prepared(
+    plan: &Plan,
+    prepared: Prepared,
+    interrupt: &AtomicBool,
     mut on_progress: impl FnMut(&LiveCounts, f64),
 ) -> Result<Summary, RunError> {
     if plan.io_driver == IoDriver::Uring && !worker::uring_available() {
@@ -217,7 +233,7 @@ pub fn run_with(
         }
         None => discover_model(&ep, plan)?,
     };
-    let catalog = Catalog::build(plan, &ep.host_header, &model);
+    let catalog = Catalog::build(plan, &prepared, &ep.host_header, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let plan_arc = Arc::new(plan.clone());
@@ -256,10 +272,14 @@ pub fn run_with(
         grace_ns: plan.grace_ns,
         stopped_at_ns: None,
     };
+    let mut tally = CacheTally::default();
+    let channels = Channels {
+        records: &rx,
+        recycle: &recycle_tx,
+    };
     collect(
-        &mut collector,
-        &rx,
-        &recycle_tx,
+        (&mut collector, &mut tally),
+        channels,
         &clock,
         start_ns,
         stopper,
@@ -273,8 +293,8 @@ pub fn run_with(
         .sim
         .map(|s| serde_json::to_value(s.stop()).unwrap_or_default());
     let mut warnings: Vec<String> = ends.iter().flat_map(|e| e.warnings.clone()).collect();
-    if plan.target.is_none() {
-        warnings.push(catalog.input_method.to_string());
+    if !catalog.input_method.starts_with("exact") {
+        warnings.push(catalog.input_method.clone());
     }
     if plan.insecure {
         warnings.push(
@@ -283,6 +303,8 @@ pub fn run_with(
                 .to_string(),
         );
     }
+    let mut workload = prepared.stats;
+    tally.apply(&mut workload);
     let facts = RunFacts {
         started_at,
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
@@ -292,6 +314,7 @@ pub fn run_with(
         workers: ends.into_iter().map(|e| e.stats).collect(),
         sim: sim_stats,
         warnings,
+        workload: Some(workload),
     };
     let summary = collector
         .finish(plan, facts)
@@ -423,13 +446,21 @@ impl Stopper<'_> {
     }
 }
 
+/// Records in from the workers, emptied event vectors back to them.
+struct Channels<'a> {
+    records: &'a crossbeam_channel::Receiver<Record>,
+    recycle: &'a crossbeam_channel::Sender<Vec<EventStamp>>,
+}
+
 /// The collector thread's loop: every record into the collector, its event vector back to
 /// the workers, the interrupt watched, and about once a second a progress callback and a
 /// flush of the request log.
 fn collect(
-    collector: &mut Collector,
-    rx: &crossbeam_channel::Receiver<Record>,
-    recycle: &crossbeam_channel::Sender<Vec<EventStamp>>,
+    (collector, tally): (&mut Collector, &mut CacheTally),
+    Channels {
+        records: rx,
+        recycle,
+    }: Channels<'_>,
     clock: &RunClock,
     start_ns: u64,
     mut stopper: Stopper<'_>,
@@ -441,6 +472,7 @@ fn collect(
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(mut rec) => {
                 collector.add(&rec);
+                tally.add(&rec);
                 let mut events = std::mem::take(&mut rec.events);
                 events.clear();
                 let _ = recycle.try_send(events);

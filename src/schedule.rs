@@ -26,9 +26,13 @@ use rand_distr::{Distribution, Exp, Gamma};
 /// The gap distribution, resolved once.
 #[derive(Clone, Debug)]
 enum Gaps {
-    Constant { gap_ns: f64 },
+    Constant {
+        gap_ns: f64,
+    },
     Exp(Exp<f64>),
     Gamma(Gamma<f64>),
+    /// Recorded send times (ns from the first), already divided by the replay speed-up.
+    Trace(std::sync::Arc<[u64]>),
 }
 
 /// The global arrival sequence: `(index, intended_ns)` relative to the schedule's start.
@@ -109,6 +113,22 @@ impl Schedule {
         Ok(s)
     }
 
+    /// A trace replay: arrival i at `at_ns[i]` exactly (times from `trace::Trace`, in order).
+    pub fn from_trace(at_ns: std::sync::Arc<[u64]>) -> Schedule {
+        debug_assert!(
+            at_ns.windows(2).all(|w| w[0] <= w[1]),
+            "trace times in order"
+        );
+        Schedule {
+            count: at_ns.len() as u64,
+            gaps: Gaps::Trace(at_ns),
+            rng: Xoshiro256PlusPlus::seed_from_u64(0),
+            next_index: 0,
+            raw_sum_ns: 0.0,
+            scale: 1.0,
+        }
+    }
+
     /// The first pass: n raw gaps (the n-th ends the horizon) must sum to `horizon_ns`.
     fn scale_for(mut self, horizon_ns: f64) -> f64 {
         let raw: f64 = (0..self.count).map(|_| self.gap_ns()).sum();
@@ -133,6 +153,11 @@ impl Schedule {
             Gaps::Constant { gap_ns } => *gap_ns,
             Gaps::Exp(d) => d.sample(&mut self.rng),
             Gaps::Gamma(d) => d.sample(&mut self.rng),
+            // Called after `next_index` moved on: the gap from this arrival to the next.
+            Gaps::Trace(at) => {
+                let i = self.next_index as usize;
+                at.get(i).map_or(0.0, |&t| (t - at[i - 1]) as f64)
+            }
         }
     }
 
@@ -286,6 +311,28 @@ mod tests {
                 .unwrap()
                 .collect();
         assert_eq!(both.len(), 10);
+    }
+
+    #[test]
+    fn a_trace_schedule_sends_at_the_recorded_times_and_deals_exactly() {
+        let at: std::sync::Arc<[u64]> = vec![0, 0, 5, 1_000_000_007, 3_000_000_000].into();
+        let all: Vec<_> = Schedule::from_trace(at.clone()).collect();
+        assert_eq!(
+            all,
+            [
+                (0, 0),
+                (1, 0),
+                (2, 5),
+                (3, 1_000_000_007),
+                (4, 3_000_000_000)
+            ]
+        );
+        assert_eq!(Schedule::from_trace(at.clone()).len(), 5);
+        let mut merged: Vec<_> = (0..2)
+            .flat_map(|w| Schedule::from_trace(at.clone()).dealt(w, 2))
+            .collect();
+        merged.sort();
+        assert_eq!(merged, all);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Summary {
     /// Throughput, in-flight requests and TTFT/ITL percentiles per interval of the run.
     #[serde(default)]
     pub timeseries: crate::collector::series::TimeSeries,
+    /// Input/output lengths asked (realized percentiles), their method, shared prefixes.
+    #[serde(default)]
+    pub workload: Option<crate::workload::WorkloadStats>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -552,6 +552,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "warnings",
         "interrupted",
         "timeseries",
+        "workload",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

@@ -93,6 +93,7 @@ impl Collector {
             warnings,
             interrupted: facts.interrupted,
             timeseries: m.series.finish(),
+            workload: facts.workload.clone(),
         }
     }
 }

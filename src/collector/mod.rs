@@ -88,6 +88,8 @@ pub struct RunFacts {
     /// The in-process simulator's own stats, if the run used one.
     pub sim: Option<serde_json::Value>,
     pub warnings: Vec<String>,
+    /// What the requests asked (lengths, prefixes), for the summary's `workload` block.
+    pub workload: Option<crate::workload::WorkloadStats>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up

@@ -30,6 +30,9 @@ pub struct RunSidecar {
     /// Warnings raised outside the records (workers, catalog, the log itself).
     pub warnings: Vec<String>,
     pub workers: Vec<WorkerDoc>,
+    /// The workload as drawn before the run (lengths, method, prefixes, observed cache hits).
+    #[serde(default)]
+    pub workload: Option<crate::workload::WorkloadStats>,
 }
 
 /// `WorkerStats` as stored.
@@ -64,6 +67,7 @@ impl RunSidecar {
             sim: facts.sim.clone(),
             warnings: facts.warnings.clone(),
             workers: facts.workers.iter().map(WorkerDoc::from_stats).collect(),
+            workload: facts.workload.clone(),
         }
     }
 
@@ -77,6 +81,7 @@ impl RunSidecar {
             workers: self.workers.iter().map(WorkerDoc::to_stats).collect(),
             sim: self.sim.clone(),
             warnings: self.warnings.clone(),
+            workload: self.workload.clone(),
         }
     }
 

@@ -188,7 +188,7 @@ impl Ctx {
             return v;
         }
         self.counters.borrow_mut().event_vecs_allocated += 1;
-        Vec::with_capacity(self.setup.plan.output_tokens as usize + 4)
+        Vec::with_capacity(event_capacity(&self.setup.catalog))
     }
 
     pub fn is_warmup(&self, id: u64, intended_ns: u64) -> bool {
@@ -214,7 +214,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let cpu_start_ns = crate::clock::thread_cpu_ns();
     let wall_start_ns = setup.clock.now_ns();
     let free = (0..PREALLOCATED_EVENT_VECS)
-        .map(|_| Vec::with_capacity(setup.plan.output_tokens as usize + 4))
+        .map(|_| Vec::with_capacity(event_capacity(&setup.catalog)))
         .collect();
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock),
@@ -314,4 +314,12 @@ async fn closed_loop(ctx: &Rc<Ctx>, concurrency: u32) {
     for t in tasks {
         t.await;
     }
+}
+
+/// Event slots a request's vector starts with: one per asked token, bounded so a few very long
+/// answers do not make every preallocated vector huge (a longer answer grows its vector once,
+/// and the grown vector is recycled).
+fn event_capacity(catalog: &Catalog) -> usize {
+    const MAX_PREALLOCATED_EVENTS: usize = 4096;
+    (catalog.max_output_tokens() as usize + 4).min(MAX_PREALLOCATED_EVENTS)
 }

@@ -1,0 +1,412 @@
+//! Before the run (plan → **workload** → catalog → schedule …): what every request will ask —
+//! its prompt text, its input length (ISL) and its `max_tokens` (OSL) — decided and counted
+//! up front, plus the realized length percentiles the report states before the run. It reads
+//! files and tokenizes, so it runs once, before any worker starts; it never prints.
+//!
+//! Memory: a catalog of at most `MAX_DISTINCT` distinct prompts is built and cycled by request
+//! id. Generating a prompt per id from the seed would mean tokenizing (or at least allocating
+//! and serializing) on the hot path; a bounded catalog costs a few MB and nothing per request.
+//! The price is that a run longer than the catalog repeats prompts, which a server's prefix
+//! cache may serve whole: `Prefix::repeat_note` says so when it can happen.
+
+use crate::dataset::{self, DatasetError, DatasetSpec, Item};
+use crate::lengths::{LengthDist, Realized};
+use crate::plan::Plan;
+use crate::tokenizer::{PromptTokenizer, TokenizerError};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Distinct prompts kept; requests cycle through them. Bounded so memory does not grow with
+/// the request count, and large enough that a prefix cache cannot hold them all as one.
+pub const MAX_DISTINCT: usize = 1024;
+
+/// How input lengths are known without a tokenizer (synthetic prompts).
+pub const SYNTHETIC_METHOD: &str =
+    "approximate: synthetic prompt of N common English words, one word counted as one token \
+     (give --tokenizer PATH for exact counts)";
+/// How input lengths are known without a tokenizer (dataset text).
+pub const TEXT_METHOD: &str =
+    "approximate: dataset text counted as one token per 4 bytes (give --tokenizer PATH for \
+     exact counts)";
+
+/// Common English words, each one token in GPT-2/Llama-style BPE vocabularies with its
+/// leading space: the synthetic prompt when no tokenizer is given.
+const WORDS: &[&str] = &[
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "people", "year",
+    "water", "house", "light", "world", "school", "river", "city", "music", "story", "paper",
+    "table", "market", "green", "small", "large", "early", "young", "north", "south", "simple",
+];
+
+/// Shared system prefixes: `groups` distinct prefixes of `tokens` tokens each.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrefixSpec {
+    pub groups: u32,
+    pub tokens: u32,
+    /// Zipf exponent of group popularity (`None`: every group equally likely).
+    pub zipf: Option<f64>,
+}
+
+/// Fields added to every request body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RequestOptions {
+    pub ignore_eos: bool,
+    pub min_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    /// A JSON object merged into every body last (its keys win).
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The workload part of the `Plan`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WorkloadSpec {
+    pub tokenizer: Option<PathBuf>,
+    /// `None`: every prompt is `Plan::input_tokens` long.
+    pub input: Option<LengthDist>,
+    /// `None`: `max_tokens` is `Plan::output_tokens`, unless a dataset gives lengths.
+    pub output: Option<LengthDist>,
+    pub dataset: Option<DatasetSpec>,
+    pub prefix: Option<PrefixSpec>,
+    pub request: RequestOptions,
+}
+
+/// One request's content, decided before the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prompt {
+    pub text: String,
+    pub input_tokens: u32,
+    pub max_tokens: u32,
+    /// Its shared-prefix group, if any.
+    pub group: Option<u32>,
+    /// Chat messages sent as given (a JSONL dataset's `messages`); `text` is their content.
+    pub messages: Option<serde_json::Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+}
+
+/// Intended and observed prefix reuse.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrefixStats {
+    pub groups: u32,
+    pub tokens: u32,
+    pub zipf: Option<f64>,
+    /// Share of input tokens a server with an unbounded prefix cache could serve from it,
+    /// over one pass of the catalog: every request after the first of its group reuses the
+    /// group's prefix.
+    pub intended_reuse_rate: f64,
+    /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
+    /// divided by their input tokens; `None` when the server reported none.
+    pub observed_cached_rate: Option<f64>,
+    /// Requests whose response carried `cached_tokens`.
+    pub observed_reports: u64,
+}
+
+/// What the workload is, stated before the run and stored in the summary (`workload`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadStats {
+    /// How input lengths were counted (exact by a tokenizer, or the approximation used).
+    pub input_method: String,
+    pub tokenizer: Option<String>,
+    /// `synthetic` or the dataset's kind and file.
+    pub source: String,
+    /// Distinct prompts built; requests cycle through them by id.
+    pub distinct_prompts: u64,
+    /// Input lengths (ISL) over the distinct prompts.
+    pub input_tokens: Realized,
+    /// `max_tokens` asked (the intended OSL) over the distinct prompts.
+    pub output_tokens: Realized,
+    pub prefix: Option<PrefixStats>,
+}
+
+impl WorkloadStats {
+    /// The lines the CLI prints before the run (the library itself never prints).
+    pub fn describe(&self) -> Vec<String> {
+        let r = |x: &Realized| {
+            format!(
+                "p50 {} p90 {} p99 {} (min {} mean {:.1} max {})",
+                x.p50, x.p90, x.p99, x.min, x.mean, x.max
+            )
+        };
+        let mut out = vec![
+            format!(
+                "workload: {} prompts from {}, cycled by request id",
+                self.distinct_prompts, self.source
+            ),
+            format!("  input tokens  {}", r(&self.input_tokens)),
+            format!(
+                "  output tokens {} (max_tokens asked)",
+                r(&self.output_tokens)
+            ),
+            format!("  input lengths: {}", self.input_method),
+        ];
+        if let Some(p) = &self.prefix {
+            out.push(format!(
+                "  shared prefixes: {} groups × {} tokens{}; intended reuse {:.1}% of input tokens",
+                p.groups,
+                p.tokens,
+                p.zipf.map_or(String::new(), |s| format!(", Zipf s={s}")),
+                p.intended_reuse_rate * 100.0
+            ));
+        }
+        out
+    }
+}
+
+/// Everything the catalog needs, built before the run.
+#[derive(Debug)]
+pub struct Prepared {
+    pub prompts: Vec<Prompt>,
+    pub stats: WorkloadStats,
+}
+
+impl Prepared {
+    /// The largest `max_tokens` of any request: sizes the workers' event buffers.
+    pub fn max_output_tokens(&self) -> u32 {
+        self.prompts.iter().map(|p| p.max_tokens).max().unwrap_or(1)
+    }
+}
+
+/// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`.
+pub fn distinct_for(plan: &Plan) -> usize {
+    let total = plan
+        .stop
+        .request_count
+        .map_or(MAX_DISTINCT as u64, |c| c + plan.warmup_requests);
+    (total as usize).clamp(1, MAX_DISTINCT)
+}
+
+/// Builds every prompt of the run: loads the tokenizer and the dataset, draws lengths, makes
+/// text. Deterministic for a given seed and inputs.
+pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
+    let spec = &plan.workload;
+    let tok = spec
+        .tokenizer
+        .as_deref()
+        .map(PromptTokenizer::load)
+        .transpose()?;
+    let texts = Texts { tok: tok.as_ref() };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ 0x5eed_ca7a);
+    let n = distinct_for(plan);
+    let prefixes = match &spec.prefix {
+        Some(p) => (0..p.groups)
+            .map(|_| texts.synthetic(&mut rng, "", 0, p.tokens))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![],
+    };
+    let items = match &spec.dataset {
+        Some(d) => Some(dataset::load(d)?.pick(d.sampling, n, plan.seed)),
+        None => None,
+    };
+    let input = spec.input.clone().unwrap_or(LengthDist::Fixed {
+        tokens: plan.input_tokens,
+    });
+    let output = spec.output.clone().unwrap_or(LengthDist::Fixed {
+        tokens: plan.output_tokens,
+    });
+    let zipf = spec.prefix.as_ref().and_then(|p| {
+        p.zipf
+            .map(|s| Zipf::new(p.groups as f64, s).expect("checked in cli"))
+    });
+    let mut prompts = Vec::with_capacity(n);
+    for i in 0..n {
+        let group = spec.prefix.as_ref().map(|p| match &zipf {
+            Some(z) => z.sample(&mut rng) as u32 - 1,
+            None => rng.random_range(0..p.groups),
+        });
+        let prefix = group.map(|g| (&prefixes[g as usize], spec.prefix.as_ref().unwrap().tokens));
+        let item = items.as_ref().map(|v| &v[i]);
+        prompts.push(texts.prompt(&mut rng, item, prefix, &input, &output, spec, group)?);
+    }
+    let stats = stats_of(plan, tok.as_ref(), &prompts);
+    Ok(Prepared { prompts, stats })
+}
+
+/// Prompt text, exact with a tokenizer and approximate without.
+struct Texts<'a> {
+    tok: Option<&'a PromptTokenizer>,
+}
+
+impl Texts<'_> {
+    /// `prefix` (of `prefix_tokens`) followed by filler, `tokens` in all.
+    fn synthetic(
+        &self,
+        rng: &mut impl Rng,
+        prefix: &str,
+        prefix_tokens: u32,
+        tokens: u32,
+    ) -> Result<String, TokenizerError> {
+        if let Some(t) = self.tok {
+            return t.exact_prompt(rng, prefix, prefix_tokens, tokens);
+        }
+        let mut s = String::with_capacity(prefix.len() + tokens as usize * 6);
+        s.push_str(prefix);
+        for _ in prefix_tokens..tokens {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(WORDS[rng.random_range(0..WORDS.len())]);
+        }
+        Ok(s)
+    }
+
+    fn count(&self, text: &str) -> Result<u32, TokenizerError> {
+        match self.tok {
+            Some(t) => t.count(text),
+            None => Ok((text.len() as u32).div_ceil(4).max(1)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prompt(
+        &self,
+        rng: &mut Xoshiro256PlusPlus,
+        item: Option<&Item>,
+        prefix: Option<(&String, u32)>,
+        input: &LengthDist,
+        output: &LengthDist,
+        spec: &WorkloadSpec,
+        group: Option<u32>,
+    ) -> Result<Prompt, TokenizerError> {
+        let (pre, pre_tokens) = prefix.map_or(("", 0), |(s, n)| (s.as_str(), n));
+        let drawn_osl = output.sample(rng);
+        let from_item = match item {
+            Some(Item {
+                output_tokens: Some(n),
+                ..
+            }) => Some(*n),
+            Some(Item {
+                answer: Some(a), ..
+            }) => Some(self.count(a)?),
+            _ => None,
+        };
+        // A dataset's own output lengths count unless the run sets them.
+        let osl = match (from_item, &spec.output) {
+            (Some(n), None) => n.max(1),
+            _ => drawn_osl,
+        };
+        let (text, isl) = match item.map(|i| (&i.prompt, i.input_tokens)) {
+            Some((Some(p), _)) => {
+                let text = if pre.is_empty() {
+                    p.clone()
+                } else {
+                    format!("{pre} {p}")
+                };
+                let isl = self.count(&text)?;
+                (text, isl)
+            }
+            Some((None, Some(n))) => {
+                let n = n.max(pre_tokens + 1);
+                (self.synthetic(rng, pre, pre_tokens, n)?, n)
+            }
+            _ => {
+                let n = input.sample(rng).max(pre_tokens + 1);
+                (self.synthetic(rng, pre, pre_tokens, n)?, n)
+            }
+        };
+        Ok(Prompt {
+            text,
+            input_tokens: isl,
+            max_tokens: osl,
+            group,
+            // A shared prefix turns messages into one text, or the prefix would be lost.
+            messages: item
+                .and_then(|i| i.messages.clone())
+                .filter(|_| pre.is_empty()),
+        })
+    }
+}
+
+fn stats_of(plan: &Plan, tok: Option<&PromptTokenizer>, prompts: &[Prompt]) -> WorkloadStats {
+    let spec = &plan.workload;
+    let isl: Vec<u32> = prompts.iter().map(|p| p.input_tokens).collect();
+    let osl: Vec<u32> = prompts.iter().map(|p| p.max_tokens).collect();
+    let input_method = match (tok, &spec.dataset) {
+        (Some(t), _) => format!(
+            "exact: counted by the tokenizer {} (special tokens and chat template excluded)",
+            t.path().display()
+        ),
+        (None, Some(d)) if d.has_text() => TEXT_METHOD.to_string(),
+        (None, _) => SYNTHETIC_METHOD.to_string(),
+    };
+    WorkloadStats {
+        input_method,
+        tokenizer: tok.map(|t| t.path().display().to_string()),
+        source: spec
+            .dataset
+            .as_ref()
+            .map_or("synthetic text".to_string(), |d| d.describe()),
+        distinct_prompts: prompts.len() as u64,
+        input_tokens: Realized::of(&isl),
+        output_tokens: Realized::of(&osl),
+        prefix: spec.prefix.as_ref().map(|p| PrefixStats {
+            groups: p.groups,
+            tokens: p.tokens,
+            zipf: p.zipf,
+            intended_reuse_rate: intended_reuse(prompts, p.tokens),
+            observed_cached_rate: None,
+            observed_reports: 0,
+        }),
+    }
+}
+
+/// Over one pass of the catalog in id order: prefix tokens of every request whose group was
+/// already seen, over all input tokens.
+pub fn intended_reuse(prompts: &[Prompt], prefix_tokens: u32) -> f64 {
+    let mut seen = std::collections::HashSet::new();
+    let mut reused = 0u64;
+    let mut total = 0u64;
+    for p in prompts {
+        total += u64::from(p.input_tokens);
+        if let Some(g) = p.group {
+            if !seen.insert(g) {
+                reused += u64::from(prefix_tokens);
+            }
+        }
+    }
+    if total == 0 {
+        0.0
+    } else {
+        reused as f64 / total as f64
+    }
+}
+
+/// Observed cache hits, tallied by the collector loop from the records (off the hot path).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CacheTally {
+    pub cached_tokens: u64,
+    pub input_tokens: u64,
+    pub reports: u64,
+}
+
+impl CacheTally {
+    pub fn add(&mut self, rec: &crate::record::Record) {
+        if rec.warmup || rec.outcome != crate::record::Outcome::Ok {
+            return;
+        }
+        self.input_tokens += u64::from(rec.input_tokens);
+        if let Some(c) = rec.cached_tokens {
+            self.cached_tokens += u64::from(c);
+            self.reports += 1;
+        }
+    }
+
+    /// Fills the observed side of the prefix figures.
+    pub fn apply(&self, stats: &mut WorkloadStats) {
+        if let Some(p) = &mut stats.prefix {
+            p.observed_reports = self.reports;
+            p.observed_cached_rate = (self.reports > 0 && self.input_tokens > 0)
+                .then(|| self.cached_tokens as f64 / self.input_tokens as f64);
+        }
+    }
+}

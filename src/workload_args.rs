@@ -1,0 +1,240 @@
+//! Stage 0 of the flow, beside `cli` (**cli** → plan → workload → catalog …): the workload
+//! flags (tokenizer, length distributions, dataset, shared prefixes, request options) turned
+//! into the `Plan`'s `WorkloadSpec`. Only flag checks here: files are read by `workload`,
+//! still before the run. A bad flag is a `UsageError` naming it and the fix (exit code 2).
+
+use crate::cli::{RunArgs, UsageError};
+use crate::dataset::{DatasetKind, DatasetSpec};
+use crate::lengths::LengthDist;
+use crate::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
+    let dist = |flag: &str, spec: &Option<String>| {
+        spec.as_deref()
+            .map(|s| LengthDist::parse(flag, s).map_err(UsageError))
+            .transpose()
+    };
+    let (mut input, mut output) = (
+        dist("--input-dist", &a.input_dist)?,
+        dist("--output-dist", &a.output_dist)?,
+    );
+    if let Some(r) = a.random_range_ratio {
+        if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+            return usage(format!("--random-range-ratio {r}: must be in [0, 1)"));
+        }
+        input = Some(LengthDist::Uniform {
+            mean: a.input_tokens,
+            range_ratio: r,
+        });
+        output = Some(LengthDist::Uniform {
+            mean: a.output_tokens.unwrap_or(crate::cli::DEFAULT_OUTPUT_TOKENS),
+            range_ratio: r,
+        });
+    }
+    // An explicit --output-tokens overrides a dataset's own output lengths.
+    if output.is_none() {
+        output = a.output_tokens.map(|tokens| LengthDist::Fixed { tokens });
+    }
+    if a.input_tokens == 0 {
+        return usage("--input-tokens 0: must be at least 1");
+    }
+    let prefix = prefix_of(a, input.as_ref())?;
+    Ok(WorkloadSpec {
+        tokenizer: a.tokenizer.clone(),
+        input,
+        output,
+        dataset: dataset_of(a),
+        prefix,
+        request: request_of(a)?,
+    })
+}
+
+fn dataset_of(a: &RunArgs) -> Option<DatasetSpec> {
+    let path = a.dataset.clone()?;
+    let kind = a.dataset_format.unwrap_or_else(|| {
+        if path.extension().is_some_and(|e| e == "json") {
+            DatasetKind::Sharegpt
+        } else {
+            DatasetKind::Jsonl
+        }
+    });
+    Some(DatasetSpec {
+        kind,
+        path,
+        sampling: a.dataset_sampling,
+    })
+}
+
+fn prefix_of(a: &RunArgs, input: Option<&LengthDist>) -> Result<Option<PrefixSpec>, UsageError> {
+    let (Some(groups), Some(tokens)) = (a.prefix_groups, a.prefix_tokens) else {
+        return Ok(None);
+    };
+    if groups == 0 || tokens == 0 {
+        return usage("--prefix-groups and --prefix-tokens must be at least 1");
+    }
+    if let Some(s) = a.prefix_zipf {
+        if !(s.is_finite() && s > 0.0) {
+            return usage(format!(
+                "--prefix-zipf {s}: must be above 0 (1 is classic Zipf)"
+            ));
+        }
+    }
+    let longest = input.map_or(a.input_tokens, LengthDist::upper_bound);
+    if a.dataset.is_none() && tokens >= longest {
+        return usage(format!(
+            "--prefix-tokens {tokens}: must be below the longest input ({longest} tokens), \
+             or no prompt has anything of its own"
+        ));
+    }
+    Ok(Some(PrefixSpec {
+        groups,
+        tokens,
+        zipf: a.prefix_zipf,
+    }))
+}
+
+fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
+    if let Some(t) = a.temperature {
+        if !(t.is_finite() && t >= 0.0) {
+            return usage(format!("--temperature {t}: must be a number ≥ 0"));
+        }
+    }
+    let extra_body = match &a.extra_body {
+        None => None,
+        Some(s) => match serde_json::from_str::<serde_json::Value>(s) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            Ok(_) => return usage("--extra-body: must be a JSON object, like '{\"top_p\": 0.9}'"),
+            Err(e) => return usage(format!("--extra-body: not valid JSON ({e})")),
+        },
+    };
+    Ok(RequestOptions {
+        ignore_eos: a.ignore_eos,
+        min_tokens: a.min_tokens,
+        temperature: a.temperature,
+        extra_body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use crate::lengths::LengthDist;
+    use crate::plan::Plan;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<Plan, String> {
+        let mut argv = vec!["ringbench", "run"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        run.to_plan().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn workload_flags_resolve() {
+        let p = plan(&[
+            "--input-dist",
+            "lognormal:300:4000:8000",
+            "--output-dist",
+            "uniform:100:0.5",
+            "--tokenizer",
+            "/x/tokenizer.json",
+            "--ignore-eos",
+            "--min-tokens",
+            "4",
+            "--temperature",
+            "0",
+            "--extra-body",
+            r#"{"top_k": 5}"#,
+            "--prefix-groups",
+            "8",
+            "--prefix-tokens",
+            "100",
+            "--prefix-zipf",
+            "1.1",
+        ])
+        .unwrap();
+        let w = &p.workload;
+        assert!(matches!(
+            w.input,
+            Some(LengthDist::Lognormal { max: 8000, .. })
+        ));
+        assert!(matches!(
+            w.output,
+            Some(LengthDist::Uniform { mean: 100, .. })
+        ));
+        assert_eq!(w.tokenizer.as_deref(), Some("/x/tokenizer.json".as_ref()));
+        assert!(w.request.ignore_eos);
+        assert_eq!(w.request.min_tokens, Some(4));
+        assert_eq!(w.request.extra_body.as_ref().unwrap()["top_k"], 5);
+        let pre = w.prefix.as_ref().unwrap();
+        assert_eq!((pre.groups, pre.tokens, pre.zipf), (8, 100, Some(1.1)));
+        let p = plan(&["--random-range-ratio", "0.25", "--input-tokens", "400"]).unwrap();
+        assert_eq!(
+            p.workload.input,
+            Some(LengthDist::Uniform {
+                mean: 400,
+                range_ratio: 0.25
+            })
+        );
+        let p = plan(&["--dataset", "d.json"]).unwrap();
+        let d = p.workload.dataset.unwrap();
+        assert_eq!(d.kind, crate::dataset::DatasetKind::Sharegpt);
+        assert!(
+            p.workload.output.is_none(),
+            "the dataset's answers set the OSL"
+        );
+        let p = plan(&["--dataset", "d.json", "--output-tokens", "64"]).unwrap();
+        assert_eq!(p.workload.output, Some(LengthDist::Fixed { tokens: 64 }));
+    }
+
+    #[test]
+    fn bad_workload_flags_name_the_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--input-dist", "lognormal:300"], "--input-dist"),
+            (&["--output-dist", "pareto:3"], "--output-dist"),
+            (&["--random-range-ratio", "1.5"], "--random-range-ratio"),
+            (&["--extra-body", "[1]"], "--extra-body"),
+            (&["--extra-body", "{nope"], "--extra-body"),
+            (&["--temperature=-1"], "--temperature"),
+            (
+                &["--prefix-groups", "2", "--prefix-tokens", "128"],
+                "--prefix-tokens",
+            ),
+            (
+                &["--prefix-groups", "0", "--prefix-tokens", "8"],
+                "--prefix-groups",
+            ),
+            (
+                &[
+                    "--prefix-groups",
+                    "2",
+                    "--prefix-tokens",
+                    "8",
+                    "--prefix-zipf",
+                    "0",
+                ],
+                "--prefix-zipf",
+            ),
+            (&["--input-tokens", "0"], "--input-tokens"),
+        ];
+        for (args, want) in cases {
+            let err = plan(args).unwrap_err();
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+        assert!(
+            plan(&["--prefix-groups", "2"]).is_err(),
+            "needs --prefix-tokens"
+        );
+        assert!(
+            plan(&["--dataset-format", "logs"]).is_err(),
+            "needs --dataset"
+        );
+    }
+}
