@@ -308,12 +308,11 @@ impl ResponseParser {
     fn next_head(&mut self, input: &[u8]) -> Result<Option<(usize, Head)>, ResponseError> {
         let max = self.limits.max_head_bytes;
         if self.head_buf.is_empty() {
-            if let Some(head) = parse_head_bytes(input)? {
-                return if head.len > max {
-                    Err(ResponseError::HeadTooLarge)
-                } else {
-                    Ok(Some((0, head)))
-                };
+            // Never look past the bound: a fault beyond it must read the same (HeadTooLarge)
+            // whether the head came in one read or was cut (a fuzzing finding).
+            let window = &input[..input.len().min(max)];
+            if let Some(head) = parse_head_bytes(window)? {
+                return Ok(Some((0, head)));
             }
             return self.carry(input).map(|()| None);
         }
@@ -516,6 +515,51 @@ fn parse_decimal(digits: &[u8]) -> Option<u64> {
         let d = d.is_ascii_digit().then(|| u64::from(d - b'0'))?;
         n.checked_mul(10)?.checked_add(d)
     })
+}
+
+#[cfg(test)]
+mod regression_tests {
+    use super::*;
+
+    struct Nothing;
+    impl ResponseSink for Nothing {
+        fn head(&mut self, _: u16, _: bool) {}
+        fn event(&mut self, _: &EventInfo) {}
+    }
+
+    /// The fuzz target's limits (a 4 KiB head bound).
+    fn outcome(reads: &[&[u8]]) -> Result<Progress, ResponseError> {
+        let limits = Limits {
+            max_head_bytes: 4096,
+            max_event_bytes: 4096,
+            max_body_bytes: 1 << 16,
+        };
+        let mut p = ResponseParser::new(limits);
+        for r in reads {
+            if let Progress::Done { keep_alive } = p.feed(r, &mut Nothing)? {
+                return Ok(Progress::Done { keep_alive });
+            }
+        }
+        p.eof(&mut Nothing)
+    }
+
+    /// cargo fuzz `response_head` found a head both malformed and over the bound that read
+    /// as BadHead whole but HeadTooLarge when cut at byte 2456. Every cut must agree.
+    #[test]
+    fn a_head_error_does_not_depend_on_where_reads_are_cut() {
+        // The fuzz input's first byte picks the cut; the rest is the response.
+        let input: &[u8] =
+            include_bytes!("../../fuzz/regressions/response_head_cut_changes_head_error.bin");
+        let wire = &input[1..];
+        let whole = outcome(&[wire]);
+        for cut in 1..wire.len() {
+            assert_eq!(
+                outcome(&[&wire[..cut], &wire[cut..]]),
+                whole,
+                "cut at {cut}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]
