@@ -764,10 +764,12 @@ impl RunArgs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn plan(args: &[&str]) -> Result<Plan, String> {
+    /// `ringbench run ARGS…` to a plan, or the usage error's text (other modules' flag
+    /// tests use it too).
+    pub(crate) fn plan(args: &[&str]) -> Result<Plan, String> {
         let mut argv = vec!["ringbench", "run"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;

@@ -121,20 +121,8 @@ fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{Cli, Command};
+    use crate::cli::tests::plan;
     use crate::lengths::LengthDist;
-    use crate::plan::Plan;
-    use clap::Parser;
-
-    fn plan(args: &[&str]) -> Result<Plan, String> {
-        let mut argv = vec!["ringbench", "run"];
-        argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
-        let Command::Run(run) = cli.command else {
-            panic!("not run")
-        };
-        run.to_plan().map_err(|e| e.0)
-    }
 
     #[test]
     fn workload_flags_resolve() {
