@@ -26,6 +26,29 @@ pub fn lower_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Arms timerfd `fd` to fire once at the absolute `CLOCK_MONOTONIC` time `deadline_mono_ns`
+/// (a time already past fires at once). Shared with the simulator's timers.
+pub fn arm_abs(fd: RawFd, deadline_mono_ns: u64) -> io::Result<()> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (deadline_mono_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (deadline_mono_ns % 1_000_000_000) as libc::c_long,
+        },
+    };
+    // SAFETY: the caller's `fd` is an open timerfd and `spec` a valid itimerspec; a null
+    // old-value pointer is allowed.
+    let r =
+        unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl PreciseTimer {
     /// Must be called inside a monoio runtime.
     pub fn new() -> io::Result<Self> {
@@ -58,23 +81,7 @@ impl PreciseTimer {
     }
 
     fn arm(&self, deadline_mono_ns: u64) -> io::Result<()> {
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: (deadline_mono_ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (deadline_mono_ns % 1_000_000_000) as libc::c_long,
-            },
-        };
-        let abs = libc::TFD_TIMER_ABSTIME;
-        // SAFETY: `self.fd` is our open timerfd and `spec` a valid itimerspec.
-        let r = unsafe { libc::timerfd_settime(self.fd, abs, &spec, std::ptr::null_mut()) };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        arm_abs(self.fd, deadline_mono_ns)
     }
 
     /// Reads the expiration count; false when the timer has not fired yet (spurious wake).

@@ -104,25 +104,7 @@ pub(crate) fn fire_now(timer_fd: RawFd) {
     let _ = arm(timer_fd, 1);
 }
 
-fn arm(fd: RawFd, deadline_ns: u64) -> io::Result<()> {
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        },
-        it_value: libc::timespec {
-            tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-        },
-    };
-    // SAFETY: `spec` is a valid itimerspec; a null old-value pointer is allowed.
-    let rc =
-        unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
+use crate::timer::arm_abs as arm;
 
 fn spin_until(deadline_ns: u64) {
     while mono_ns() < deadline_ns {
@@ -178,12 +160,8 @@ impl StopWait {
     }
 }
 
-/// Sets this thread's timer slack to 1 ns so hrtimer wake-ups (timerfd) are not batched
-/// up to the default 50 µs late.
-pub(crate) fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}
+/// Timer slack to 1 ns so hrtimer wake-ups (timerfd) are not batched up to 50 µs late.
+pub(crate) use crate::timer::lower_timer_slack as tighten_timer_slack;
 
 #[cfg(test)]
 mod tests {
