@@ -246,6 +246,51 @@ fn connect_timeout_bounds_a_connect_that_never_completes() {
 }
 
 #[test]
+fn an_open_loop_does_not_storm_a_server_that_does_not_accept() {
+    let _g = lock();
+    let (port, _hold) = unresponsive_listener();
+    let mut p = fault_plan("http_500", 0.0);
+    p.target = Some(ringbench::cli::parse_target(&format!("http://127.0.0.1:{port}")).unwrap());
+    p.sim = None;
+    p.load = Load::Open {
+        // 200 ms connects at 3,000/s would keep ~600 outstanding without the gate.
+        request_rate: 3000.0,
+        arrival: ringbench::plan::Arrival::Constant,
+        max_concurrency: None,
+    };
+    p.stop = Stop {
+        request_count: None,
+        duration_ns: Some(300_000_000),
+    };
+    p.connect_timeout_ns = 200_000_000;
+    let t0 = std::time::Instant::now();
+    let s = run(&p);
+    // Every arrival is accounted for as a connect failure, none silently dropped...
+    assert_eq!(u(&s, "counts.sent"), 900, "{}", s["counts"]);
+    assert_eq!(
+        u(&s, "counts.failed_by_kind.connect"),
+        900,
+        "{}",
+        s["counts"]
+    );
+    // ...but at most 256 connects were outstanding: the rest waited, and said so.
+    let warned = s["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .is_some_and(|w| w.contains("waited while 256 connections were being opened"))
+    });
+    assert!(warned, "{}", s["warnings"]);
+    let stamps_warned = s["warnings"].to_string().contains("out-of-order stamps");
+    assert!(
+        !stamps_warned,
+        "never-sent requests have no stamps to order: {}",
+        s["warnings"]
+    );
+    // 900 connects through 256 places, 200 ms each: at least four rounds, where all at once
+    // would have taken the 300 ms schedule plus one timeout.
+    assert!(t0.elapsed().as_secs_f64() >= 0.75, "{:?}", t0.elapsed());
+}
+
+#[test]
 fn a_closed_port_is_a_connect_failure() {
     let _g = lock();
     let port = {

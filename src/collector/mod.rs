@@ -312,6 +312,8 @@ impl Measured {
     fn add_stamps(&mut self, rec: &Record) {
         match rec.sent_ns {
             Some(s) => self.sent_span.add(s),
+            // Never reached the socket (the connect failed, or was cut off): nothing to order.
+            None if rec.head_ns.is_none() => {}
             None => self.bad_stamps += 1,
         }
         self.intended_span.add(rec.intended_ns);

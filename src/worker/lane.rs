@@ -30,6 +30,45 @@ pub struct Job {
     pub intended_ns: u64,
 }
 
+/// Connections a worker may be opening at once. Past this an arrival that needs a new lane
+/// waits (and the wait shows as scheduling lag) instead of opening yet another one: a
+/// server slow to accept otherwise gets a storm of connects from an open loop, each new
+/// connect costs the client more (the kernel's ephemeral-port search, measured at 80% of
+/// the worker's CPU with ~20k lanes) and the server's full accept queue drops the SYNs,
+/// which retry for seconds: a collapse caused by the client, not the load. On loopback a
+/// connect takes ~50 µs, so 256 at once is never the limit of a healthy run.
+pub const MAX_CONNECTING: usize = 256;
+
+/// Counts connections being opened on this worker; the open loop's dispatcher waits on it.
+#[derive(Default)]
+pub struct ConnectGate {
+    pending: Cell<usize>,
+    waiter: Cell<Option<Waker>>,
+}
+
+impl ConnectGate {
+    /// Counts one connect until the guard drops (done, failed, or abandoned mid-way).
+    pub fn enter(self: &Rc<Self>) -> ConnectGuard {
+        self.pending.set(self.pending.get() + 1);
+        ConnectGuard(self.clone())
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.pending.get() >= MAX_CONNECTING
+    }
+}
+
+pub struct ConnectGuard(Rc<ConnectGate>);
+
+impl Drop for ConnectGuard {
+    fn drop(&mut self) {
+        self.0.pending.set(self.0.pending.get() - 1);
+        if let Some(w) = self.0.waiter.take() {
+            w.wake();
+        }
+    }
+}
+
 /// One lane's mailbox: the pacer puts a job in and wakes the lane's task.
 #[derive(Default)]
 pub struct Lane {
@@ -112,11 +151,18 @@ impl Lanes {
                 self.state.busy.set(self.state.busy.get() + 1);
                 return lane;
             }
-            if self.state.all.borrow().len() < self.cap {
+            let below_cap = self.state.all.borrow().len() < self.cap;
+            if below_cap && !self.ctx.connects.is_full() {
                 self.state.busy.set(self.state.busy.get() + 1);
                 return self.open_lane();
             }
-            self.ctx.counters.borrow_mut().cap_waits += 1;
+            let mut c = self.ctx.counters.borrow_mut();
+            if below_cap {
+                c.connect_waits += 1;
+            } else {
+                c.cap_waits += 1;
+            }
+            drop(c);
             self.wait_for_release().await;
         }
     }
@@ -124,18 +170,25 @@ impl Lanes {
     fn open_lane(&self) -> Rc<Lane> {
         let lane = Rc::new(Lane::default());
         self.state.all.borrow_mut().push(lane.clone());
-        let task = lane_task(self.ctx.clone(), lane.clone(), self.state.clone());
+        // Counted from now, not from when the task first runs: a burst of due arrivals
+        // opens lanes faster than their tasks start.
+        let opening = self.ctx.connects.enter();
+        let task = lane_task(self.ctx.clone(), lane.clone(), self.state.clone(), opening);
         self.tasks.borrow_mut().push(monoio::spawn(task));
         lane
     }
 
     async fn wait_for_release(&self) {
         let before = self.state.idle.borrow().len();
+        let gate = &self.ctx.connects;
+        let was_full = gate.is_full();
         poll_fn(|cx| {
-            if self.state.idle.borrow().len() > before || self.state.busy.get() == 0 {
+            let idle_grew = self.state.idle.borrow().len() > before;
+            if idle_grew || self.state.busy.get() == 0 || (was_full && !gate.is_full()) {
                 return Poll::Ready(());
             }
             self.state.waiter.set(Some(cx.waker().clone()));
+            gate.waiter.set(Some(cx.waker().clone()));
             Poll::Pending
         })
         .await
@@ -155,8 +208,9 @@ impl Lanes {
     }
 }
 
-async fn lane_task(ctx: Rc<Ctx>, lane: Rc<Lane>, state: Rc<LanesState>) {
+async fn lane_task(ctx: Rc<Ctx>, lane: Rc<Lane>, state: Rc<LanesState>, opening: ConnectGuard) {
     let mut conn = Conn::new(&ctx);
+    conn.opening = Some(opening);
     while let Some(job) = lane.next_job().await {
         let rec = conn.exchange(&ctx, job).await;
         ctx.emit(rec);
@@ -301,6 +355,9 @@ struct Conn {
     parser: ResponseParser,
     buf: Vec<u8>,
     cancel_slot: Rc<Cell<Option<Waker>>>,
+    /// A new lane's place in the connect gate, taken when the lane was opened and given
+    /// back when its first connect ends.
+    opening: Option<ConnectGuard>,
 }
 
 impl Conn {
@@ -310,6 +367,7 @@ impl Conn {
             parser: ResponseParser::new(Limits::default()),
             buf: Vec::with_capacity(READ_BUF_BYTES),
             cancel_slot: ctx.cancel.slot(),
+            opening: None,
         }
     }
 
@@ -352,6 +410,7 @@ impl Conn {
     /// Drops a connection whose exchange was cut off (timeout, cancel).
     fn abandon(&mut self, outcome: Outcome) -> Outcome {
         self.stream = None;
+        self.opening = None;
         // The cut-off read took the buffer with it; a zero-capacity buffer would read as
         // end-of-stream on the next request.
         if self.buf.capacity() == 0 {
@@ -383,6 +442,7 @@ impl Conn {
     async fn connect(&mut self, ctx: &Ctx, reconnect: bool) -> Result<(), Outcome> {
         let s = &ctx.setup;
         let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
+        let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
         let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),

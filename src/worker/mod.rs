@@ -129,6 +129,7 @@ pub(crate) struct Ctx {
     outbox: RefCell<VecDeque<Record>>,
     free_events: RefCell<Vec<Vec<EventStamp>>>,
     pub cancel: lane::CancelBell,
+    pub connects: Rc<lane::ConnectGate>,
 }
 
 /// Per-worker tallies, folded into `WorkerStats` at the end.
@@ -144,6 +145,8 @@ pub(crate) struct Counters {
     pub event_vecs_allocated: u64,
     /// Arrivals that found every lane busy at the cap and waited.
     pub cap_waits: u64,
+    /// Arrivals that needed a new lane while `MAX_CONNECTING` connections were being opened.
+    pub connect_waits: u64,
 }
 
 impl Ctx {
@@ -223,6 +226,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         outbox: RefCell::new(VecDeque::new()),
         free_events: RefCell::new(free),
         cancel: lane::CancelBell::default(),
+        connects: Rc::default(),
     });
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
@@ -247,6 +251,15 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         warnings.push(format!(
             "worker {}: {} arrivals waited for a free connection at the cap of {} in flight",
             s.index, c.cap_waits, s.lane_cap
+        ));
+    }
+    if c.connect_waits > 0 {
+        warnings.push(format!(
+            "worker {}: {} arrivals waited while {} connections were being opened \
+             (the server was slow to accept)",
+            s.index,
+            c.connect_waits,
+            lane::MAX_CONNECTING
         ));
     }
     if !pinned {
