@@ -156,13 +156,14 @@ impl Lanes {
                 self.state.busy.set(self.state.busy.get() + 1);
                 return self.open_lane();
             }
-            let mut c = self.ctx.counters.borrow_mut();
-            if below_cap {
-                c.connect_waits += 1;
-            } else {
-                c.cap_waits += 1;
+            {
+                let mut c = self.ctx.counters.borrow_mut();
+                if below_cap {
+                    c.connect_waits += 1;
+                } else {
+                    c.cap_waits += 1;
+                }
             }
-            drop(c);
             self.wait_for_release().await;
         }
     }
