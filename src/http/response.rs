@@ -560,6 +560,28 @@ mod regression_tests {
             );
         }
     }
+
+    /// cargo fuzz `response_head` found a response followed by stray bytes (a 404 with a
+    /// content-length, then more). Read whole, the stray bytes are seen with the end of the
+    /// body and the connection is not reused; cut exactly where the body ends, the parser
+    /// cannot see bytes not yet read and reports a clean end. That is the one cut that may
+    /// differ; the stray bytes then fail the next response on that connection, as their own.
+    #[test]
+    fn bytes_after_a_complete_response_forbid_reuse_when_seen() {
+        let input: &[u8] =
+            include_bytes!("../../fuzz/regressions/response_head_bytes_after_end_keep_alive.bin");
+        let wire = &input[1..];
+        let body_end = 305;
+        assert_eq!(outcome(&[wire]), Ok(Progress::Done { keep_alive: false }));
+        for cut in 1..wire.len() {
+            let clean = cut == body_end;
+            assert_eq!(
+                outcome(&[&wire[..cut], &wire[cut..]]),
+                Ok(Progress::Done { keep_alive: clean }),
+                "cut at {cut}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]
