@@ -331,6 +331,20 @@ pub struct SimArgs {
     /// The private key (PEM) for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Every D (like 100ms; at least 1ms), print the counters so far as one JSON line on
+    /// stdout, after the `listening on` line: {"mono_ns": N, "stats": {...}}. For outside
+    /// tools that want the server's own count of what it received (tools/compare-peers).
+    #[arg(long, value_name = "D", value_parser = parse_stats_interval_ns)]
+    pub stats_interval: Option<u64>,
+}
+
+/// `--stats-interval`: a duration of at least 1 ms (a shorter one would only burn the CPU the
+/// simulator shares with its listener thread).
+fn parse_stats_interval_ns(s: &str) -> Result<u64, String> {
+    match parse_duration_ns(s)? {
+        ns if ns >= 1_000_000 => Ok(ns),
+        _ => Err(format!("'{s}' is under 1ms; use 1ms or more")),
+    }
 }
 
 impl SimArgs {

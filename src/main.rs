@@ -168,9 +168,36 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
     let handle = ringbench::sim::start(cfg)?;
     println!("listening on {}", handle.addr);
     std::io::stdout().flush()?;
-    loop {
-        std::thread::park();
+    match args.stats_interval {
+        Some(every_ns) => print_sim_stats(&handle, every_ns),
+        None => loop {
+            std::thread::park();
+        },
     }
+}
+
+/// `sim --stats-interval`: one JSON line of counters per interval, on absolute deadlines so
+/// the lines do not drift. A closed stdout (the reader went away) ends the simulator quietly.
+fn print_sim_stats(handle: &ringbench::sim::SimHandle, every_ns: u64) -> anyhow::Result<ExitCode> {
+    let start_ns = ringbench::clock::mono_ns();
+    let mut out = std::io::stdout().lock();
+    for tick in 1u64.. {
+        let due_ns = start_ns + tick * every_ns;
+        let now_ns = ringbench::clock::mono_ns();
+        if due_ns > now_ns {
+            std::thread::sleep(std::time::Duration::from_nanos(due_ns - now_ns));
+        }
+        let line = serde_json::json!({
+            "mono_ns": ringbench::clock::mono_ns(),
+            "stats": handle.stats(),
+        });
+        match writeln!(out, "{line}").and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {

@@ -338,6 +338,70 @@ fn binary_against_a_separate_simulator_process() {
     assert_eq!(lines, u(&s, "counts.scheduled"));
 }
 
+/// `sim --stats-interval`: after `listening on`, one JSON line of counters per interval, on
+/// the monotonic clock, counting exactly the requests a client sent (what tools/compare-peers
+/// reports as the server's truth).
+#[test]
+fn sim_stats_interval_prints_the_counters() {
+    let _g = lock();
+    let bin = env!("CARGO_BIN_EXE_ringbench");
+    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = (cpus[0], cpus[cpus.len() - 1]);
+    let mut sim = Command::new(bin)
+        .args(["sim", "--port", "0", "--stats-interval", "50ms"])
+        .args(["--cpus", &sim_cpu.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the simulator starts");
+    let mut lines = BufReader::new(sim.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .strip_prefix("listening on ")
+        .expect("first line")
+        .to_string();
+    let before: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(u(&before, "stats.requests"), 0, "{before}");
+    let status = Command::new(bin)
+        .args([
+            "run",
+            "--url",
+            &format!("http://{addr}"),
+            "-m",
+            "ringbench-sim",
+        ])
+        .args(["--request-count", "20", "--request-rate", "200", "--quiet"])
+        .args(["--cpus", &client_cpu.to_string(), "--allow-invalid"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("the client runs");
+    assert_eq!(status.code(), Some(0));
+    // Lines queued in the pipe while the client ran; read on (at most 10 s of them) until
+    // one counts all 20 requests.
+    let mut after = before.clone();
+    for _ in 0..200 {
+        after = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if u(&after, "stats.stream_requests") >= 20 {
+            break;
+        }
+    }
+    let _ = sim.kill();
+    let _ = sim.wait();
+    assert_eq!(u(&after, "stats.stream_requests"), 20, "{after}");
+    assert_eq!(u(&after, "stats.requests"), 20, "{after}");
+    assert!(u(&after, "stats.events") >= 20 * 17, "{after}");
+    // Stamps on the host's CLOCK_MONOTONIC, which outside tools read too.
+    let (first_ns, last_ns) = (u(&before, "mono_ns"), u(&after, "mono_ns"));
+    let now_ns = ringbench::clock::mono_ns();
+    assert!(
+        first_ns < last_ns && last_ns <= now_ns,
+        "{first_ns} {last_ns} {now_ns}"
+    );
+    assert!(
+        now_ns - first_ns < 30_000_000_000,
+        "{first_ns} vs now {now_ns}"
+    );
+}
+
 #[test]
 fn bad_flags_exit_2_and_name_the_flag() {
     let bin = env!("CARGO_BIN_EXE_ringbench");
@@ -345,6 +409,8 @@ fn bad_flags_exit_2_and_name_the_flag() {
         (vec!["run", "--url", "localhost:8000"], "--url"),
         (vec!["run", "--request-rate", "0"], "--request-rate"),
         (vec!["run", "--percentiles", "50,101"], "--percentiles"),
+        (vec!["sim", "--stats-interval", "0"], "--stats-interval"),
+        (vec!["sim", "--stats-interval", "500us"], "--stats-interval"),
     ] {
         let out = Command::new(bin).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
