@@ -4,10 +4,11 @@
 //!
 //! What each request asks (prompt, ISL, `max_tokens`) is decided by `workload` before this;
 //! here it only becomes bytes. The catalog is bounded (`workload::MAX_DISTINCT` entries, cycled
-//! by id), so memory does not grow with the run.
+//! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`), so memory does
+//! not grow with the run.
 
 use crate::plan::{Endpoint, Plan};
-use crate::workload::{Prepared, Prompt};
+use crate::workload::{Prepared, Prompt, WorkloadStats};
 use bytes::Bytes;
 use std::fmt::Write as _;
 
@@ -30,12 +31,24 @@ pub struct Catalog {
 impl Catalog {
     /// Serializes every prepared prompt (see `workload::prepare`).
     pub fn build(plan: &Plan, prepared: &Prepared, host_header: &str, model: &str) -> Catalog {
+        let prompts = prepared.prompts.clone();
+        Catalog::from_prompts(plan, prompts, &prepared.stats, host_header, model)
+    }
+
+    /// `build`, consuming the prompts: each text is freed once it is bytes, so a large trace
+    /// is never held twice.
+    pub fn from_prompts(
+        plan: &Plan,
+        prompts: Vec<Prompt>,
+        stats: &WorkloadStats,
+        host_header: &str,
+        model: &str,
+    ) -> Catalog {
         let head_extra = extra_headers(plan);
-        let entries = prepared
-            .prompts
-            .iter()
+        let entries = prompts
+            .into_iter()
             .map(|p| {
-                let body = request_body(plan, model, p);
+                let body = request_body(plan, model, &p);
                 let bytes = request_bytes(plan.endpoint, host_header, &head_extra, &body);
                 Entry {
                     bytes: Bytes::from(bytes),
@@ -46,7 +59,7 @@ impl Catalog {
             .collect();
         Catalog {
             entries,
-            input_method: prepared.stats.input_method.clone(),
+            input_method: stats.input_method.clone(),
         }
     }
 

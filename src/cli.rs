@@ -120,6 +120,7 @@ pub enum ArrivalArg {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("open_loop").args(["request_rate", "trace"]).multiple(true)))]
 pub struct RunArgs {
     /// Base URL of the server (http://host:port); none: benchmark the built-in simulator.
     #[arg(long)]
@@ -140,8 +141,8 @@ pub struct RunArgs {
     /// Gamma shape for --arrival gamma (1 = Poisson, < 1 burstier).
     #[arg(long)]
     pub burstiness: Option<f64>,
-    /// Cap on in-flight requests in open loop.
-    #[arg(long, requires = "request_rate")]
+    /// Cap on in-flight requests in open loop (--request-rate or --trace).
+    #[arg(long, requires = "open_loop")]
     pub max_concurrency: Option<u32>,
     /// Measured requests to send (warm-up comes on top).
     #[arg(long)]
@@ -280,7 +281,38 @@ pub struct RunArgs {
     /// Zipf exponent of group popularity (default: groups equally likely).
     #[arg(long, value_name = "S", requires = "prefix_groups")]
     pub prefix_zipf: Option<f64>,
+    /// Replay a timestamped trace (Mooncake JSONL: timestamp ms, input_length,
+    /// output_length, optional hash_ids): every line sent at its recorded time.
+    #[arg(long, value_name = "FILE", conflicts_with_all = TRACE_CONFLICTS)]
+    pub trace: Option<PathBuf>,
+    /// Tokens per hash_ids entry in the trace (Mooncake: 512).
+    #[arg(long, value_name = "N", default_value_t = crate::trace::DEFAULT_BLOCK_SIZE, requires = "trace")]
+    pub trace_block_size: u32,
+    /// Replay X times faster than recorded (gaps divided by X).
+    #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
+    pub replay_speedup: f64,
 }
+
+/// What a trace decides itself (times, count, lengths, prompts): flags that would too.
+const TRACE_CONFLICTS: [&str; 17] = [
+    "request_rate",
+    "concurrency",
+    "arrival",
+    "burstiness",
+    "request_count",
+    "duration",
+    "input_tokens",
+    "output_tokens",
+    "input_dist",
+    "output_dist",
+    "random_range_ratio",
+    "dataset",
+    "dataset_format",
+    "dataset_sampling",
+    "prefix_groups",
+    "prefix_tokens",
+    "prefix_zipf",
+];
 
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
@@ -551,6 +583,9 @@ fn parse_header(s: &str) -> Result<(String, String), UsageError> {
 }
 
 fn load_of(a: &RunArgs) -> Result<Load, UsageError> {
+    if a.trace.is_some() {
+        return crate::workload_args::trace_load_of(a);
+    }
     if let Some(rate) = a.request_rate {
         if !(rate.is_finite() && rate > 0.0) {
             return usage(format!("--request-rate {rate}: must be a number above 0"));
@@ -657,6 +692,11 @@ impl RunArgs {
                 request_count: c,
                 duration_ns: d,
             },
+        };
+        // A trace sends each of its lines once (warm-up ones included).
+        let stop = match &load {
+            Load::Trace(t) => crate::workload_args::trace_stop(t, self.warmup_requests)?,
+            _ => stop,
         };
         let output_tokens = self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS);
         if output_tokens == 0 {

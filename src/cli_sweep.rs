@@ -142,6 +142,9 @@ fn slos_of(c: &CommonOwn) -> Result<Vec<SloBound>, UsageError> {
 /// point when no stop was given.
 fn base_plan(run: &RunArgs) -> Result<Plan, UsageError> {
     let mut plan = run.to_plan()?;
+    if run.trace.is_some() {
+        return usage("--trace: a trace sets its own load; replay it with `ringbench run`");
+    }
     if run.request_count.is_none() && run.duration.is_none() {
         plan.stop.request_count = Some(crate::sweep::DEFAULT_POINT_REQUESTS);
     }

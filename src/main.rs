@@ -47,6 +47,11 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     {
         let mut out = std::io::stdout().lock();
+        if let ringbench::plan::Load::Trace(t) = &plan.load {
+            for line in t.describe() {
+                writeln!(out, "{line}")?;
+            }
+        }
         for line in prepared.stats.describe() {
             writeln!(out, "{line}")?;
         }

@@ -46,6 +46,8 @@ pub enum Load {
         arrival: Arrival,
         max_concurrency: Option<u32>,
     },
+    /// Requests at the times a trace recorded (`--trace`), divided by the speed-up.
+    Trace(crate::trace::TraceLoad),
 }
 
 /// When to stop sending. At least one is set.
@@ -249,7 +251,20 @@ impl Plan {
     pub fn target_rate(&self) -> Option<f64> {
         match self.load {
             Load::Open { request_rate, .. } => Some(request_rate),
+            Load::Trace(ref t) => t.request_rate,
             Load::Closed { .. } => None,
+        }
+    }
+
+    /// `max_tokens` when every request asks the same, which the OSL check compares usage
+    /// with; `None` when lengths vary (a distribution, a dataset's own lengths, a trace).
+    pub fn fixed_output_tokens(&self) -> Option<u32> {
+        use crate::lengths::LengthDist;
+        match (&self.load, &self.workload.output, &self.workload.dataset) {
+            (Load::Trace(_), _, _) => None,
+            (_, Some(LengthDist::Fixed { tokens }), _) => Some(*tokens),
+            (_, Some(_), _) | (_, None, Some(_)) => None,
+            (_, None, None) => Some(self.output_tokens),
         }
     }
 
@@ -259,6 +274,7 @@ impl Plan {
             Load::Open {
                 max_concurrency, ..
             } => max_concurrency,
+            Load::Trace(ref t) => t.max_concurrency,
         }
     }
 }

@@ -233,7 +233,10 @@ pub fn run_prepared(
         }
         None => discover_model(&ep, plan)?,
     };
-    let catalog = Catalog::build(plan, &prepared, &ep.host_header, &model);
+    // The prompts are dropped as they become bytes: a trace's may take a gigabyte.
+    let mut prepared = prepared;
+    let prompts = std::mem::take(&mut prepared.prompts);
+    let catalog = Catalog::from_prompts(plan, prompts, &prepared.stats, &ep.host_header, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let plan_arc = Arc::new(plan.clone());
@@ -390,12 +393,20 @@ fn lane_cap(plan: &Plan, index: usize, fd_budget: u64) -> usize {
             max_concurrency: Some(cap),
             ..
         } => share(u64::from(cap)).min(by_fds) as usize,
+        Load::Trace(ref t) => {
+            t.max_concurrency
+                .map_or(by_fds, |cap| share(u64::from(cap)).min(by_fds)) as usize
+        }
         _ => by_fds as usize,
     }
 }
 
-/// The open loop's global schedule: exactly rate × horizon arrivals (or the count).
+/// The open loop's global schedule: exactly rate × horizon arrivals (or the count); a
+/// trace's own times.
 fn open_schedule(plan: &Plan) -> Option<Schedule> {
+    if let Load::Trace(t) = &plan.load {
+        return Some(Schedule::from_trace(t.times_ns.clone()));
+    }
     let Load::Open {
         request_rate,
         arrival,

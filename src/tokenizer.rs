@@ -168,3 +168,82 @@ impl PromptTokenizer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// A word-level tokenizer whose one prompt word is " ab", and whose normalizer rewrites
+    /// every " ab ab" into `pair`: so a text's count is not its number of words, and only the
+    /// re-encode loop can make it exact.
+    fn tokenizer(name: &str, pair: &str, vocab: &[&str]) -> PromptTokenizer {
+        let vocab: serde_json::Map<String, serde_json::Value> = vocab
+            .iter()
+            .chain(&["[UNK]"])
+            .enumerate()
+            .map(|(i, w)| (w.to_string(), i.into()))
+            .collect();
+        let json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": {"type": "Replace", "pattern": {"String": " ab ab"}, "content": pair},
+            "pre_tokenizer": {"type": "WhitespaceSplit"},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
+        });
+        let dir = std::env::temp_dir().join(format!("ringbench-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, json.to_string()).unwrap();
+        let t = PromptTokenizer::load(&path).unwrap();
+        assert_eq!(t.word_count(), 1, "the only prompt word is \" ab\"");
+        t
+    }
+
+    fn rng() -> rand::rngs::Xoshiro256PlusPlus {
+        rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1)
+    }
+
+    #[test]
+    fn words_that_encode_longer_together_are_trimmed_to_the_exact_length() {
+        // Two words are three tokens (" ab q ab"): the first pass overshoots.
+        let t = tokenizer("trim", " ab q ab", &["ab", "q"]);
+        assert_eq!(t.count(" ab ab ab").unwrap(), 4);
+        // 3 asked: 3 words give 4 tokens, one word off gives 3.
+        let p = t.exact_prompt(&mut rng(), "", 0, 3).unwrap();
+        assert_eq!((p.as_str(), t.count(&p).unwrap()), (" ab ab", 3));
+        // 4 asked: 4 words give 6, trimmed to 2 words (3), extended to 3 words (4).
+        let p = t.exact_prompt(&mut rng(), "", 0, 4).unwrap();
+        assert_eq!((p.as_str(), t.count(&p).unwrap()), (" ab ab ab", 4));
+    }
+
+    #[test]
+    fn words_that_merge_together_are_extended_to_the_exact_length() {
+        // Two words are one token (" ab-ab"): the first pass falls short, round after round.
+        let t = tokenizer("extend", " ab-ab", &["ab", "ab-ab"]);
+        for want in [1, 2, 4, 9] {
+            let p = t.exact_prompt(&mut rng(), "", 0, want).unwrap();
+            assert_eq!(t.count(&p).unwrap(), want, "{p:?}");
+            // n words are ceil(n / 2) tokens: the loop found 2·want − 1 words.
+            assert_eq!(p.matches(" ab").count() as u32, 2 * want - 1, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_length_that_cannot_be_reached_is_an_error_not_a_miscount() {
+        let t = tokenizer("stuck", " ab q ab", &["ab", "q"]);
+        // The fixed prefix alone is 4 tokens: nothing of its own can be trimmed to reach 2.
+        let e = t.exact_prompt(&mut rng(), " ab ab ab", 4, 2).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TokenizerError::NotExact {
+                    want: 2,
+                    got: 4,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}

@@ -7,12 +7,14 @@
 //! id. Generating a prompt per id from the seed would mean tokenizing (or at least allocating
 //! and serializing) on the hot path; a bounded catalog costs a few MB and nothing per request.
 //! The price is that a run longer than the catalog repeats prompts, which a server's prefix
-//! cache may serve whole: `Prefix::repeat_note` says so when it can happen.
+//! cache may serve whole: `Prefix::repeat_note` says so when it can happen. A trace replay
+//! (`--trace`) instead gets one prompt per line, bounded by `trace::MAX_TRACE_REQUESTS`.
 
 use crate::dataset::{self, DatasetError, DatasetSpec, Item};
 use crate::lengths::{LengthDist, Realized};
-use crate::plan::Plan;
+use crate::plan::{Load, Plan};
 use crate::tokenizer::{PromptTokenizer, TokenizerError};
+use crate::trace::{TraceLoad, TraceRequest};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
@@ -196,6 +198,11 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
         .map(PromptTokenizer::load)
         .transpose()?;
     let texts = Texts { tok: tok.as_ref() };
+    if let Load::Trace(t) = &plan.load {
+        let prompts = trace_prompts(&texts, plan.seed, t)?;
+        let stats = stats_of(plan, tok.as_ref(), &prompts);
+        return Ok(Prepared { prompts, stats });
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ 0x5eed_ca7a);
     let n = distinct_for(plan);
     let prefixes = match &spec.prefix {
@@ -251,13 +258,64 @@ impl Texts<'_> {
         }
         let mut s = String::with_capacity(prefix.len() + tokens as usize * 6);
         s.push_str(prefix);
-        for _ in prefix_tokens..tokens {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(WORDS[rng.random_range(0..WORDS.len())]);
-        }
+        self.push_words(rng, tokens.saturating_sub(prefix_tokens), &mut s);
         Ok(s)
+    }
+
+    /// `n` words, one token each: the tokenizer's one-token words, or common English words
+    /// separated by spaces without one.
+    fn push_words(&self, rng: &mut impl Rng, n: u32, out: &mut String) {
+        if let Some(t) = self.tok {
+            return t.push_words(rng, n, out);
+        }
+        for _ in 0..n {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(WORDS[rng.random_range(0..WORDS.len())]);
+        }
+    }
+
+    /// A trace line's prompt, `input_length` tokens. Block i of a line with `hash_ids` is
+    /// the words of its hash id — the same `block_size` words wherever the id appears, the
+    /// last block their first few — so lines sharing a prefix of hash ids share that prefix
+    /// of text byte for byte. Exact with a tokenizer: when it merges or splits across words,
+    /// the whole blocks stay and the tail is made exact by `exact_prompt`.
+    fn trace_text(
+        &self,
+        seed: u64,
+        line: u64,
+        r: &TraceRequest,
+        block_size: u32,
+    ) -> Result<String, TokenizerError> {
+        let n = r.input_length;
+        let mut text = String::with_capacity(n as usize * 8);
+        let mut last_block_at = 0;
+        if r.hash_ids.is_empty() {
+            self.push_words(&mut stream_rng(seed, LINE_STREAM, line), n, &mut text);
+        } else {
+            let mut left = n;
+            for &h in &r.hash_ids {
+                last_block_at = text.len();
+                let k = left.min(block_size);
+                self.push_words(&mut stream_rng(seed, BLOCK_STREAM, h), k, &mut text);
+                left -= k;
+            }
+        }
+        let Some(tok) = self.tok else {
+            return Ok(text);
+        };
+        if tok.count(&text)? == n {
+            return Ok(text);
+        }
+        text.truncate(last_block_at);
+        let whole_blocks = tok.count(&text)?;
+        tok.exact_prompt(
+            &mut stream_rng(seed, LINE_STREAM, line),
+            &text,
+            whole_blocks,
+            n,
+        )
     }
 
     fn count(&self, text: &str) -> Result<u32, TokenizerError> {
@@ -327,6 +385,39 @@ impl Texts<'_> {
     }
 }
 
+/// Random streams of trace text: one per hash id (shared by every line that has it), one per
+/// line without hash ids.
+const BLOCK_STREAM: u64 = 0xb10c;
+const LINE_STREAM: u64 = 0x11e5;
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn stream_rng(seed: u64, stream: u64, key: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed ^ splitmix64(stream ^ splitmix64(key))))
+}
+
+/// One prompt per trace line: `input_length` tokens, `max_tokens` = `output_length`.
+fn trace_prompts(texts: &Texts, seed: u64, t: &TraceLoad) -> Result<Vec<Prompt>, TokenizerError> {
+    t.requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Ok(Prompt {
+                text: texts.trace_text(seed, i as u64, r, t.block_size)?,
+                input_tokens: r.input_length,
+                max_tokens: r.output_length,
+                group: None,
+                messages: None,
+            })
+        })
+        .collect()
+}
+
 fn stats_of(plan: &Plan, tok: Option<&PromptTokenizer>, prompts: &[Prompt]) -> WorkloadStats {
     let spec = &plan.workload;
     let isl: Vec<u32> = prompts.iter().map(|p| p.input_tokens).collect();
@@ -342,10 +433,11 @@ fn stats_of(plan: &Plan, tok: Option<&PromptTokenizer>, prompts: &[Prompt]) -> W
     WorkloadStats {
         input_method,
         tokenizer: tok.map(|t| t.path().display().to_string()),
-        source: spec
-            .dataset
-            .as_ref()
-            .map_or("synthetic text".to_string(), |d| d.describe()),
+        source: match (&plan.load, &spec.dataset) {
+            (Load::Trace(t), _) => format!("the trace {} (one per line)", t.path.display()),
+            (_, Some(d)) => d.describe(),
+            (_, None) => "synthetic text".to_string(),
+        },
         distinct_prompts: prompts.len() as u64,
         input_tokens: Realized::of(&isl),
         output_tokens: Realized::of(&osl),

@@ -1,7 +1,9 @@
 //! Stage 0 of the flow, beside `cli` (**cli** → plan → workload → catalog …): the workload
 //! flags (tokenizer, length distributions, dataset, shared prefixes, request options) turned
-//! into the `Plan`'s `WorkloadSpec`. Only flag checks here: files are read by `workload`,
-//! still before the run. A bad flag is a `UsageError` naming it and the fix (exit code 2).
+//! into the `Plan`'s `WorkloadSpec`, and `--trace` into the plan's load. Only flag checks
+//! here, files being read by `workload` still before the run — except the trace, which *is*
+//! the load (its times and count) and is read and checked once, here. A bad flag or trace is a
+//! `UsageError` naming it and the fix (exit code 2).
 
 use crate::cli::{RunArgs, UsageError};
 use crate::dataset::{DatasetKind, DatasetSpec};
@@ -50,6 +52,40 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
         dataset: dataset_of(a),
         prefix,
         request: request_of(a)?,
+    })
+}
+
+/// `--trace FILE` (with `--trace-block-size`, `--replay-speedup`, `--max-concurrency`):
+/// the file read and checked, its lines and send times in the load.
+pub fn trace_load_of(a: &RunArgs) -> Result<crate::plan::Load, UsageError> {
+    let path = a.trace.as_deref().expect("called with --trace");
+    if a.max_concurrency == Some(0) {
+        return usage("--max-concurrency 0: must be at least 1");
+    }
+    let t = crate::trace::TraceLoad::open(
+        path,
+        a.trace_block_size,
+        a.replay_speedup,
+        a.max_concurrency,
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
+    Ok(crate::plan::Load::Trace(t))
+}
+
+/// A trace's stop: every line once; the first `warmup` lines are the warm-up.
+pub fn trace_stop(
+    t: &crate::trace::TraceLoad,
+    warmup: u64,
+) -> Result<crate::plan::Stop, UsageError> {
+    let lines = t.stats.requests;
+    if warmup >= lines {
+        return usage(format!(
+            "--warmup-requests {warmup}: the trace has only {lines} lines, so none would be measured"
+        ));
+    }
+    Ok(crate::plan::Stop {
+        request_count: Some(lines - warmup),
+        duration_ns: None,
     })
 }
 
@@ -224,5 +260,40 @@ mod tests {
             plan(&["--dataset-format", "logs"]).is_err(),
             "needs --dataset"
         );
+    }
+
+    #[test]
+    fn a_trace_resolves_into_the_load_and_the_stop() {
+        let dir = std::env::temp_dir().join(format!("ringbench-wa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let line =
+            |t: u64| format!("{{\"timestamp\":{t},\"input_length\":5,\"output_length\":2}}\n");
+        std::fs::write(&path, [0, 250, 1000].map(line).concat()).unwrap();
+        let f = path.to_str().unwrap();
+        let p = plan(&[
+            "--trace",
+            f,
+            "--replay-speedup",
+            "2",
+            "--max-concurrency",
+            "3",
+            "--warmup-requests",
+            "1",
+        ])
+        .unwrap();
+        let crate::plan::Load::Trace(t) = &p.load else {
+            panic!("{:?}", p.load)
+        };
+        assert_eq!(&*t.times_ns, &[0, 125_000_000, 500_000_000]);
+        assert_eq!(p.target_rate(), Some(4.0), "2 gaps over 0.5 s");
+        assert_eq!(p.target_concurrency(), Some(3));
+        assert_eq!(p.stop.request_count, Some(2), "3 lines, 1 of them warm-up");
+        assert_eq!(p.fixed_output_tokens(), None);
+        assert!(plan(&["--max-concurrency", "3"]).is_err(), "open loop only");
+        let e = plan(&["--trace", f, "--replay-speedup=-1"]).unwrap_err();
+        assert!(e.contains("--replay-speedup"), "{e}");
+        let e = plan(&["--trace-block-size", "16"]).unwrap_err();
+        assert!(e.contains("--trace"), "{e}");
     }
 }

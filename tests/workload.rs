@@ -1,8 +1,12 @@
-//! The workload before and through a run: exact-length prompts with a real byte-level BPE
-//! tokenizer (GPT-2's pre-tokenizer and byte alphabet, trained here by the `tokenizers` crate
-//! on text this repository ships — no download), length distributions, datasets, shared
-//! prefixes, request options, and the binary's refusal of bad input (exit 2). Runs go against
-//! the in-process simulator on loopback, bounded in count, serialized by one lock.
+//! The workload before and through a run: exact-length prompts with a real LLM tokenizer
+//! (GPT-2's, converted from the vocabulary the `tiktoken-rs` crate embeds — no download — and
+//! checked against tiktoken-rs's own encoding), length distributions, datasets, shared
+//! prefixes, trace replay, request options, and the binary's refusal of bad input (exit 2).
+//! Runs go against the in-process simulator on loopback, bounded in count, serialized by one
+//! lock.
+
+#[path = "support/gpt2.rs"]
+mod gpt2;
 
 use ringbench::dataset::{DatasetKind, DatasetSpec, Sampling};
 use ringbench::lengths::LengthDist;
@@ -10,7 +14,7 @@ use ringbench::plan::{Load, Plan, Stop};
 use ringbench::workload::{prepare, PrefixSpec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use tokenizers::Tokenizer;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -25,68 +29,9 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
-/// Every text file this repository ships under `src/` and its README: real English prose
-/// (comments, docs) and code, a few hundred KB.
-fn shipped_text() -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "rs" || e == "md") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                out.extend(text.lines().map(|l| format!("{l}\n")));
-            }
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut lines = vec![];
-    walk(&root.join("src"), &mut lines);
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    lines.extend(readme.lines().map(|l| format!("{l}\n")));
-    lines
-}
-
-/// A GPT-2-style byte-level BPE `tokenizer.json` (GPT-2 split regex, 256-byte alphabet, no
-/// prefix space), trained once per test binary on the shipped text.
-fn trained_tokenizer() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
-        use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-        use tokenizers::{AddedToken, DecoderWrapper, NormalizerWrapper};
-        use tokenizers::{PostProcessorWrapper, PreTokenizerWrapper, TokenizerBuilder};
-        let byte_level = ByteLevel::new(false, true, true);
-        let mut trainer = BpeTrainerBuilder::new()
-            .vocab_size(4000)
-            .min_frequency(2)
-            .show_progress(false)
-            .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-            .special_tokens(vec![AddedToken::from("<|endoftext|>", true)])
-            .build();
-        let mut tok = TokenizerBuilder::<
-            BPE,
-            NormalizerWrapper,
-            PreTokenizerWrapper,
-            PostProcessorWrapper,
-            DecoderWrapper,
-        >::new()
-        .with_model(BPE::default())
-        .with_normalizer(None)
-        .with_pre_tokenizer(Some(byte_level.into()))
-        .with_post_processor(Some(byte_level.into()))
-        .with_decoder(Some(byte_level.into()))
-        .build()
-        .unwrap();
-        tok.train(&mut trainer, shipped_text().into_iter()).unwrap();
-        let path = tempdir("tok").join("tokenizer.json");
-        tok.save(&path, false).unwrap();
-        path
-    })
+/// GPT-2's tokenizer (converted from tiktoken-rs's embedded r50k_base, see `support/gpt2.rs`).
+fn gpt2() -> &'static Path {
+    gpt2::tokenizer_json()
 }
 
 fn reencode(tok: &Tokenizer, text: &str) -> Vec<u32> {
@@ -96,13 +41,13 @@ fn reencode(tok: &Tokenizer, text: &str) -> Vec<u32> {
 fn tok_plan(requests: u64) -> Plan {
     let mut p = Plan::defaults();
     p.stop.request_count = Some(requests);
-    p.workload.tokenizer = Some(trained_tokenizer().to_path_buf());
+    p.workload.tokenizer = Some(gpt2().to_path_buf());
     p
 }
 
 #[test]
 fn every_prompt_reencodes_to_exactly_the_asked_length() {
-    let tok = Tokenizer::from_file(trained_tokenizer()).unwrap();
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
     let mut p = tok_plan(400);
     p.workload.input = Some(LengthDist::Lognormal {
         median: 120.0,
@@ -135,7 +80,7 @@ fn every_prompt_reencodes_to_exactly_the_asked_length() {
         took.as_secs_f64() * 1e3,
         total as f64 / took.as_secs_f64()
     );
-    for n in [1, 2, 3, 7, 64, 511, 2048] {
+    for n in [1, 2, 7, 100, 512, 4000] {
         p.workload.input = Some(LengthDist::Fixed { tokens: n });
         p.stop.request_count = Some(5);
         for pr in prepare(&p).unwrap().prompts {
@@ -146,7 +91,7 @@ fn every_prompt_reencodes_to_exactly_the_asked_length() {
 
 #[test]
 fn prompts_of_a_group_share_their_first_prefix_tokens_exactly() {
-    let tok = Tokenizer::from_file(trained_tokenizer()).unwrap();
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
     let mut p = tok_plan(200);
     p.input_tokens = 300;
     p.workload.prefix = Some(PrefixSpec {
@@ -185,7 +130,7 @@ fn prompts_of_a_group_share_their_first_prefix_tokens_exactly() {
 
 #[test]
 fn production_log_lengths_are_replayed_exactly_with_synthetic_text() {
-    let tok = Tokenizer::from_file(trained_tokenizer()).unwrap();
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
     let dir = tempdir("logs");
     let path = dir.join("log.jsonl");
     let lens = [(12u32, 3u32), (700, 40), (1, 9), (64, 64)];
@@ -212,7 +157,7 @@ fn production_log_lengths_are_replayed_exactly_with_synthetic_text() {
 
 #[test]
 fn sharegpt_prompts_are_counted_and_answers_set_the_output_length() {
-    let tok = Tokenizer::from_file(trained_tokenizer()).unwrap();
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
     let dir = tempdir("sharegpt");
     let path = dir.join("sg.json");
     std::fs::write(
@@ -324,7 +269,7 @@ fn the_binary_prints_the_workload_and_refuses_bad_input_with_exit_2() {
             &cpus[0].to_string(),
             "--tokenizer",
         ])
-        .arg(trained_tokenizer())
+        .arg(gpt2())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -339,4 +284,247 @@ fn the_binary_prints_the_workload_and_refuses_bad_input_with_exit_2() {
         "{stdout}"
     );
     assert!(first[3].contains("exact"), "{stdout}");
+}
+
+#[test]
+fn converted_gpt2_agrees_with_tiktoken_on_real_text() {
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
+    let tiktoken = gpt2::tiktoken();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let samples = [
+        readme.as_str(),
+        "Hello world! Don't we've they'll 12345 3.14159 — naïve café, 日本語のテキスト 🦀",
+        "fn main() {\n    println!(\"{}\", x);\n}\n\tindented\r\n",
+        " leading space and trailing space ",
+    ];
+    for text in samples {
+        let want: Vec<u32> = tiktoken.encode_ordinary(text);
+        assert_eq!(
+            reencode(&tok, text),
+            want,
+            "{:?}",
+            &text[..text.len().min(60)]
+        );
+        assert_eq!(tok.decode(&want, false).unwrap(), text, "decodes back");
+    }
+    // GPT-2's well-known ids: " the" is 262, "Hello" 15496.
+    assert_eq!(reencode(&tok, "Hello the"), vec![15496, 262]);
+}
+
+/// A Mooncake-style trace: `(timestamp ms, input_length, output_length, hash_ids)`.
+type Line = (u64, u32, u32, &'static [u64]);
+
+fn write_trace(name: &str, lines: &[Line]) -> PathBuf {
+    let text: String = lines
+        .iter()
+        .map(|(t, i, o, h)| {
+            let ids = if h.is_empty() {
+                String::new()
+            } else {
+                format!(",\"hash_ids\":{h:?}")
+            };
+            format!("{{\"timestamp\":{t},\"input_length\":{i},\"output_length\":{o}{ids}}}\n")
+        })
+        .collect();
+    let path = tempdir(name).join("trace.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Block size 16: lines 0, 1, 3 share block 1; 0 and 3 share blocks 1–2; line 2 has none.
+const TRACE: &[Line] = &[
+    (1_000, 40, 5, &[1, 2, 3]),
+    (1_000, 20, 3, &[1, 4]),
+    (1_130, 7, 9, &[]),
+    (1_400, 33, 2, &[1, 2, 5]),
+    (2_000, 16, 1, &[6]),
+    (2_001, 1, 4, &[7]),
+];
+
+#[test]
+fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
+    let path = write_trace("prompts", TRACE);
+    let mut p = Plan::defaults();
+    p.load = Load::Trace(ringbench::trace::TraceLoad::open(&path, 16, 1.0, None).unwrap());
+    p.workload.tokenizer = Some(gpt2().to_path_buf());
+    let prepared = prepare(&p).unwrap();
+    assert_eq!(prepared.prompts.len(), TRACE.len());
+    let ids: Vec<Vec<u32>> = prepared
+        .prompts
+        .iter()
+        .map(|pr| reencode(&tok, &pr.text))
+        .collect();
+    for (i, (pr, (_, isl, osl, _))) in prepared.prompts.iter().zip(TRACE).enumerate() {
+        assert_eq!(
+            ids[i].len() as u32,
+            *isl,
+            "line {i} re-encodes to input_length"
+        );
+        assert_eq!((pr.input_tokens, pr.max_tokens), (*isl, *osl));
+    }
+    let common = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let texts: Vec<&str> = prepared.prompts.iter().map(|p| p.text.as_str()).collect();
+    // Lines 0 and 3 share two blocks (32 tokens), then differ; 0 and 1 share one block.
+    assert_eq!(ids[0][..32], ids[3][..32]);
+    assert_ne!(ids[0][32], ids[3][32]);
+    assert_eq!(ids[0][..16], ids[1][..16]);
+    assert_ne!(ids[0][16], ids[1][16]);
+    let block2_end = {
+        let mut t = String::new();
+        for id in &ids[0][..32] {
+            t.push_str(&tok.decode(&[*id], false).unwrap());
+        }
+        t.len()
+    };
+    assert!(
+        common(texts[0], texts[3]) >= block2_end,
+        "byte-identical first 2 blocks"
+    );
+    assert!(
+        common(texts[0], texts[2]) < 8,
+        "no hash ids: text of its own"
+    );
+    // The catalog sends those texts: the request bodies keep the shared bytes.
+    let cat = ringbench::catalog::Catalog::build(&p, &prepared, "h", "m");
+    let body = |i: u64| {
+        let b = &cat.get(i).bytes;
+        let at = b.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let v: serde_json::Value = serde_json::from_slice(&b[at..]).unwrap();
+        v["messages"][0]["content"].as_str().unwrap().to_string()
+    };
+    assert_eq!(body(0), texts[0]);
+    assert_eq!(body(3), texts[3]);
+    // Same seed, same text; the prompts do not depend on which other lines are present.
+    let again = prepare(&p).unwrap();
+    assert_eq!(again.prompts[3].text, texts[3]);
+}
+
+#[test]
+fn a_trace_is_replayed_at_its_times_with_its_lengths() {
+    let _g = lock();
+    let bin = env!("CARGO_BIN_EXE_ringbench");
+    let path = write_trace("replay", TRACE);
+    let out_dir = tempdir("replay-out");
+    let cpus = ringbench::cli::online_cpus();
+    let out = Command::new(bin)
+        .args([
+            "run",
+            "--quiet",
+            "--trace-block-size",
+            "16",
+            "--replay-speedup",
+            "4",
+        ])
+        .args(["--cpus", &cpus[0].to_string(), "--trace"])
+        .arg(&path)
+        .arg("--tokenizer")
+        .arg(gpt2())
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || out.status.code() == Some(4),
+        "{stdout}\n{stderr}"
+    );
+    // Before the run: count, span, rate, burstiness, lengths, the hash-id check.
+    assert!(
+        stdout.contains("trace: 6 requests over 0.250 s (speed-up 4×): 19.980 req/s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("gap CV"), "{stdout}");
+    assert!(
+        stdout.contains("hash_ids: 5 lines, 7 distinct blocks of 16 tokens"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("input tokens  p50 16 p90 40 p99 40"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("exact"), "{stdout}");
+    let log = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
+    let mut recs: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    recs.sort_by_key(|r| r["id"].as_u64().unwrap());
+    assert_eq!(recs.len(), TRACE.len(), "every line sent once");
+    let t0 = recs[0]["intended_ns"].as_u64().unwrap();
+    for (r, (ts, isl, osl, _)) in recs.iter().zip(TRACE) {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let want_ns = ((ts - TRACE[0].0) as f64 * 1e6 / 4.0).round() as u64;
+        assert_eq!(r["intended_ns"].as_u64().unwrap() - t0, want_ns, "{r}");
+        assert_eq!(r["input_tokens"], *isl);
+        // The simulator answers exactly max_tokens.
+        assert_eq!(r["output_tokens"], *osl);
+    }
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["counts"]["scheduled"], 6);
+    assert_eq!(s["counts"]["ok"], 6);
+    let rate = s["target"]["request_rate"].as_f64().unwrap();
+    assert!(
+        (rate - 5.0 / 0.25025).abs() < 1e-9,
+        "trace rate × speed-up: {rate}"
+    );
+    assert_eq!(s["config"]["load"]["mode"], "trace");
+    assert_eq!(s["config"]["load"]["stats"]["requests"], 6);
+    let osl_mismatch = s
+        .to_string()
+        .contains("got a different number of output tokens");
+    assert!(
+        !osl_mismatch,
+        "per-line max_tokens are not one asked length"
+    );
+}
+
+#[test]
+fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
+    let bin = env!("CARGO_BIN_EXE_ringbench");
+    let run = |args: &[&str], trace: &Path| {
+        let out = Command::new(bin)
+            .args(["run", "--quiet"])
+            .args(args)
+            .arg("--trace")
+            .arg(trace)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // Made with 16-token blocks, replayed with Mooncake's 512.
+    let mismatch = write_trace("mismatch", &[(0, 100, 1, &[1, 2, 3, 4, 5, 6, 7])]);
+    let (code, err) = run(&[], &mismatch);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("line 1") && err.contains("--trace-block-size 16"),
+        "{err}"
+    );
+    let dir = tempdir("badline");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"timestamp\":0,\"input_length\":3,\"output_length\":1}\n{\"timestamp\":5,\"input_length\":-3}\n").unwrap();
+    let (code, err) = run(&[], &bad);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("bad.jsonl line 2"), "{err}");
+    let ok = write_trace("conflicts", &[(0, 3, 1, &[])]);
+    for flags in [
+        &["--request-rate", "5"][..],
+        &["--concurrency", "2"],
+        &["--dataset", "x.jsonl"],
+        &["--request-count", "3"],
+        &["--input-tokens", "9"],
+    ] {
+        let (code, err) = run(flags, &ok);
+        assert_eq!(code, Some(2), "{flags:?}: {err}");
+        assert!(err.contains("--trace"), "{flags:?}: {err}");
+    }
+    let (code, err) = run(&["--warmup-requests", "1"], &ok);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--warmup-requests"), "{err}");
 }

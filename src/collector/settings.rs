@@ -36,7 +36,7 @@ impl Settings {
             target_rate: plan.target_rate(),
             target_concurrency: plan.target_concurrency(),
             max_lag_ms: plan.max_lag_ms,
-            output_tokens: Some(plan.output_tokens),
+            output_tokens: plan.fixed_output_tokens(),
             config: serde_json::to_value(plan).map_err(|_| SettingsError("config"))?,
         })
     }
@@ -44,9 +44,10 @@ impl Settings {
     /// The inverse of `from_plan` over the keys it needs (`Plan`'s serialized form).
     pub fn from_config(config: &Value) -> Result<Self, SettingsError> {
         let load = config.get("load").ok_or(SettingsError("load"))?;
-        let open = load.get("mode").and_then(Value::as_str) == Some("open");
+        let mode = load.get("mode").and_then(Value::as_str);
+        let (open, trace) = (mode == Some("open"), mode == Some("trace"));
         let u32_of = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as u32);
-        let target_concurrency = if open {
+        let target_concurrency = if open || trace {
             u32_of(load.get("max_concurrency"))
         } else {
             Some(u32_of(load.get("concurrency")).ok_or(SettingsError("load.concurrency"))?)
@@ -54,6 +55,9 @@ impl Settings {
         let target_rate = if open {
             let rate = load.get("request_rate").and_then(Value::as_f64);
             Some(rate.ok_or(SettingsError("load.request_rate"))?)
+        } else if trace {
+            // `null` when every line of the trace had the same timestamp.
+            load.get("request_rate").and_then(Value::as_f64)
         } else {
             None
         };
@@ -71,10 +75,7 @@ impl Settings {
                 .get("max_lag_ms")
                 .and_then(Value::as_f64)
                 .ok_or(SettingsError("max_lag_ms"))?,
-            output_tokens: config
-                .get("output_tokens")
-                .and_then(Value::as_u64)
-                .map(|n| n as u32),
+            output_tokens: fixed_output_tokens(config, trace),
             config: config.clone(),
         })
     }
@@ -91,6 +92,26 @@ impl Settings {
         self.config["goodput"] = serde_json::to_value(&goodput).unwrap_or(Value::Null);
         self.goodput = goodput;
         self
+    }
+}
+
+/// `Plan::fixed_output_tokens` read back from the config.
+fn fixed_output_tokens(config: &Value, trace: bool) -> Option<u32> {
+    let workload = config.get("workload");
+    let output = workload
+        .and_then(|w| w.get("output"))
+        .filter(|o| !o.is_null());
+    let dataset = workload
+        .and_then(|w| w.get("dataset"))
+        .filter(|d| !d.is_null());
+    let as_u32 = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as u32);
+    match (trace, output, dataset) {
+        (true, _, _) => None,
+        (_, Some(o), _) if o.get("kind").and_then(Value::as_str) == Some("fixed") => {
+            as_u32(o.get("tokens"))
+        }
+        (_, Some(_), _) | (_, None, Some(_)) => None,
+        (_, None, None) => as_u32(config.get("output_tokens")),
     }
 }
 
@@ -145,6 +166,17 @@ mod tests {
         assert_eq!(back, s);
         let closed = Settings::from_plan(&Plan::defaults()).unwrap();
         assert_eq!(Settings::from_config(&closed.config).unwrap(), closed);
+        let mut varied = Plan::defaults();
+        varied.workload.output = Some(crate::lengths::LengthDist::Uniform {
+            mean: 100,
+            range_ratio: 0.5,
+        });
+        let varied = Settings::from_plan(&varied).unwrap();
+        assert_eq!(
+            varied.output_tokens, None,
+            "no OSL check against one length"
+        );
+        assert_eq!(Settings::from_config(&varied.config).unwrap(), varied);
         let mut broken = closed.config.clone();
         broken["goodput"] = serde_json::json!([{"metric": "vibes", "max_ms": 1.0}]);
         assert_eq!(

@@ -179,7 +179,7 @@ pub fn plan_at(base: &Plan, spec: &PointSpec, load: f64, out: Option<PathBuf>) -
             arrival: *arrival,
             max_concurrency: *max_concurrency,
         },
-        (Axis::Rate, Load::Closed { .. }) => Load::Open {
+        (Axis::Rate, Load::Closed { .. } | Load::Trace(_)) => Load::Open {
             request_rate: load,
             arrival: crate::plan::Arrival::Poisson,
             max_concurrency: None,

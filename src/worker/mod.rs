@@ -231,7 +231,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
     match ctx.setup.plan.load.clone() {
-        Load::Open { .. } => open_loop(&ctx, ctx.setup.lane_cap).await,
+        Load::Open { .. } | Load::Trace(_) => open_loop(&ctx, ctx.setup.lane_cap).await,
         Load::Closed { concurrency } => closed_loop(&ctx, concurrency).await,
     }
     ctx.cancel.finish();
