@@ -33,8 +33,16 @@ pub enum Command {
     /// Recompute a run's summary from its requests.jsonl (other percentiles, SLOs, tools).
     Report(ReportArgs),
     /// A run per load point, then the curve, the knee and the SLO crossing.
+    ///
+    /// Exit status: 0 when the sweep ran (points failing the SLOs above a passing one are
+    /// its answer); 3 when --slo was given and no point met every SLO; 1 on an error; 2 on
+    /// bad usage.
     Sweep(Box<crate::cli_sweep::SweepArgs>),
     /// The highest concurrency (or rate) that meets the SLOs, found adaptively.
+    ///
+    /// Exit status: 0 when a passing load was found (converged or not: the last line says
+    /// which); 3 when even the lowest load probed fails the SLOs; 1 on an error; 2 on bad
+    /// usage.
     Search(Box<crate::cli_sweep::SearchArgs>),
     /// Two runs or sweeps side by side.
     Compare(crate::cli_sweep::CompareArgs),

@@ -1,4 +1,4 @@
-//! `report.html` and `plots/*.svg` of a run or a sweep (the last stage, beside **report**):
+//! `report.html` and `plots/*.{svg,png}` of a run or a sweep (the last stage, beside **report**):
 //! one self-contained file — styles inline, plots inlined as SVG, no script, no link, nothing
 //! fetched — with the tables and the plots. Reads finished results and the run folders they
 //! were written to; writes files; never prints.
@@ -10,11 +10,12 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1500px;margin:24px auto;padding:0 16px;color:#222}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00;font-weight:bold}.warn{color:#a60}\
-.plots{display:flex;flex-wrap:wrap;gap:8px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}";
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:12px}\
+.plots svg{width:100%;height:auto;border:1px solid #eee}";
 
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -27,7 +28,8 @@ fn num(v: Option<f64>) -> String {
     v.map_or("–".into(), |x| format!("{x:.2}"))
 }
 
-/// Renders each chart, writes it to `dir/plots/NAME.svg`, and returns the SVGs to inline.
+/// Renders each chart, writes it to `dir/plots/NAME.svg` and `NAME.png`, and returns the
+/// SVGs to inline.
 fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
     let plots = dir.join("plots");
     std::fs::create_dir_all(&plots)?;
@@ -36,6 +38,9 @@ fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
         let svg = c.svg().map_err(io::Error::other)?;
         if let Some(svg) = svg {
             std::fs::write(plots.join(format!("{name}.svg")), &svg)?;
+            if let Some(png) = c.png().map_err(io::Error::other)? {
+                std::fs::write(plots.join(format!("{name}.png")), png)?;
+            }
             // Drop the XML prolog, if any: the SVG goes inline.
             let at = svg.find("<svg").unwrap_or(0);
             out.push(svg[at..].to_string());

@@ -9,6 +9,59 @@ use ringbench::sweep::{Point, Sweep};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+/// Where the binary prints. A reader that goes away (`ringbench sweep … | head -1`) is not an
+/// error, as in ripgrep: the first EPIPE marks stdout gone and later output is dropped, while
+/// the command finishes its work (the files under `--out`) and exits with its usual code.
+/// stderr is written the same way: a closed stderr never panics the process.
+mod out {
+    use std::io::{self, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static GONE: AtomicBool = AtomicBool::new(false);
+
+    pub struct Stdout;
+
+    fn quiet<T>(r: io::Result<T>, all: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                GONE.store(true, Ordering::Relaxed);
+                Ok(all)
+            }
+            r => r,
+        }
+    }
+
+    impl Write for Stdout {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if GONE.load(Ordering::Relaxed) {
+                return Ok(buf.len());
+            }
+            quiet(io::stdout().lock().write(buf), buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            if GONE.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            quiet(io::stdout().lock().flush(), ())
+        }
+    }
+}
+
+/// `println!` that never panics (see `out`).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        let _ = writeln!(out::Stdout, $($t)*);
+    }};
+}
+
+/// `eprintln!` that never panics.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -23,7 +76,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -33,7 +86,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let plan = match args.to_plan() {
         Ok(plan) => plan,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
@@ -41,12 +94,12 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let prepared = match ringbench::workload::prepare(&plan) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
     {
-        let mut out = std::io::stdout().lock();
+        let mut out = out::Stdout;
         if let ringbench::plan::Load::Trace(t) = &plan.load {
             for line in t.describe() {
                 writeln!(out, "{line}")?;
@@ -64,14 +117,18 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         &signals::INTERRUPTED,
         |counts, elapsed_s| {
             if live {
-                eprint!("\r{}", ringbench::report::progress_line(counts, elapsed_s));
+                let _ = write!(
+                    std::io::stderr(),
+                    "\r{}",
+                    ringbench::report::progress_line(counts, elapsed_s)
+                );
             }
         },
     )?;
     if live {
-        eprintln!();
+        errln!();
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = out::Stdout;
     ringbench::report::print_console(&summary, &mut out)?;
     if let Some(dir) = &plan.out_dir {
         ringbench::html::write_run_report(dir, &summary)?;
@@ -98,12 +155,12 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let (overrides, exports) = match parsed {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
     let summary = replay::recompute(&args.dir, &overrides)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::Stdout;
     ringbench::report::print_console(&summary, &mut out)?;
     if !args.definitions.is_empty() {
         let (_, settings) = replay::settings(&args.dir, &overrides)?;
@@ -135,7 +192,7 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
     {
         Some(Ok(cpus)) => cpus,
         Some(Err(e)) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
         None => vec![ringbench::cli::online_cpus()[0]],
@@ -153,7 +210,7 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
             (Some(cert), Some(key)) => match ringbench::tls::server_config(cert, key) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return Ok(ExitCode::from(2));
                 }
             },
@@ -162,7 +219,7 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         faults: match args.fault_config() {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
         },
@@ -171,8 +228,8 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
     };
     ringbench::run::raise_fd_limit();
     let handle = ringbench::sim::start(cfg)?;
-    println!("listening on {}", handle.addr);
-    std::io::stdout().flush()?;
+    outln!("listening on {}", handle.addr);
+    out::Stdout.flush()?;
     match args.stats_interval {
         Some(every_ns) => print_sim_stats(&handle, every_ns),
         None => loop {
@@ -209,14 +266,14 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
     let cfg = match args.to_config() {
         Ok(cfg) => cfg,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
     let cal = ringbench::calibrate::calibrate(&cfg, |p| {
-        println!("{}", ringbench::report::calibrate_point_line(p));
+        outln!("{}", ringbench::report::calibrate_point_line(p));
     })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::Stdout;
     ringbench::report::print_calibration(&cal, &mut out)?;
     if let Some(dir) = &args.out {
         ringbench::report::write_json_atomic(dir, "calibrate.json", &cal)?;
@@ -226,7 +283,7 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn usage_exit(e: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
-    eprintln!("error: {e}");
+    errln!("error: {e}");
     Ok(ExitCode::from(2))
 }
 
@@ -256,7 +313,7 @@ fn print_point(p: &Point) {
         (false, true) => "PASS",
         (false, false) => "FAIL",
     };
-    println!(
+    outln!(
         "load {:>8}  {verdict:4}  {} req/s{spread}  goodput {}  achieved conc {} rate {}  {}",
         p.load,
         fmt_opt(t.median),
@@ -266,21 +323,23 @@ fn print_point(p: &Point) {
         slos.join(" ")
     );
     for w in &p.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
 }
 
 fn print_analysis(s: &Sweep) {
     let a = &s.analysis;
     match &a.knee {
-        Some(k) => println!(
+        Some(k) => outln!(
             "knee: load {} at {:.2} req/s — {}",
-            k.load, k.throughput, k.method
+            k.load,
+            k.throughput,
+            k.method
         ),
-        None => println!("knee: none ({})", a.knee_note.as_deref().unwrap_or("")),
+        None => outln!("knee: none ({})", a.knee_note.as_deref().unwrap_or("")),
     }
     if !s.slos.is_empty() {
-        println!(
+        outln!(
             "highest passing load: {}; SLO crossing: {} ({})",
             a.highest_pass.map_or("none".into(), |x| x.to_string()),
             a.slo_crossing.map_or("none".into(), |x| format!("{x:.2}")),
@@ -294,7 +353,7 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return usage_exit(e),
     };
-    println!(
+    outln!(
         "sweep over {} {:?}, {} repeat(s) per point",
         spec.axis.name(),
         loads,
@@ -309,13 +368,24 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &out {
         ringbench::sweep::output::write_sweep(dir, &result)?;
         let html = ringbench::html::write_sweep_report(dir, &result)?;
-        println!(
+        outln!(
             "results written to {} (report: {})",
             dir.display(),
             html.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(sweep_exit_code(&result)))
+}
+
+/// The sweep's SLO gate: 3 when SLOs were given and no point met them all (the server holds
+/// none of the loads asked for); 0 otherwise. A sweep is meant to cross its SLOs, so
+/// failing points above a passing one are its answer, not a failure.
+fn sweep_exit_code(s: &Sweep) -> u8 {
+    if !s.slos.is_empty() && !s.points.iter().any(|p| p.pass) {
+        3
+    } else {
+        0
+    }
 }
 
 /// SIGINT/SIGTERM: the first asks the run to stop (grace period, then cancel, then the
@@ -377,7 +447,7 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         ringbench::sweep::measure(&plan, &point_spec, out.as_deref(), load)
     };
     let result = ringbench::sweep::search::search(&spec, measure, |p| {
-        println!(
+        outln!(
             "probe {:>2} {:6} load {:>9}  {}{}  values {:?}  bracket [{}, {}]",
             p.iteration,
             p.phase,
@@ -392,9 +462,9 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             p.bracket.0.map_or("-".into(), |x| x.to_string()),
             p.bracket.1.map_or("-".into(), |x| x.to_string()),
         );
-        let _ = std::io::stdout().flush();
+        let _ = out::Stdout.flush();
     })?;
-    println!(
+    outln!(
         "answer: {} = {} (crossing ≈ {}; {}{})",
         spec.axis.name(),
         result.answer.map_or("none".into(), |x| x.to_string()),
@@ -408,7 +478,7 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(dir) = &out {
         ringbench::sweep::output::write_search(dir, &result)?;
-        println!("history written to {}", dir.join("search.json").display());
+        outln!("history written to {}", dir.join("search.json").display());
     }
     Ok(if result.answer.is_some() {
         ExitCode::SUCCESS
@@ -425,13 +495,17 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Err(e @ (CompareError::NotFound(_) | CompareError::Mixed(..))) => return usage_exit(e),
         Err(e) => return Err(e.into()),
     };
-    println!("A = {}\nB = {}", args.a.display(), args.b.display());
-    println!(
+    outln!("A = {}\nB = {}", args.a.display(), args.b.display());
+    outln!(
         "{:<36} {:>12} {:>12} {:>9} {:>10}  beyond spread?",
-        "figure", "A", "B", "change", "spread"
+        "figure",
+        "A",
+        "B",
+        "change",
+        "spread"
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:<36} {:>12} {:>12} {:>9} {:>10}  {}",
             r.name,
             fmt_opt(r.a),

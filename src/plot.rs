@@ -1,10 +1,12 @@
-//! Plots of a run or a sweep as SVG text (the last stage, beside **report**): throughput vs
-//! load, latency percentiles vs load with the SLO bounds and the crossing, CDFs of TTFT and
-//! ITL from a run's `requests.jsonl`, and a per-second timeline when the summary carries
-//! one. Drawn with `plotters`' SVG backend into a `String` (text is left to the viewer's
-//! fonts, so no font library is needed). Reads finished results only; never prints.
+//! Plots of a run or a sweep as SVG and PNG (the last stage, beside **report**): throughput
+//! vs load, latency percentiles vs load with the SLO bounds and the crossing, CDFs of TTFT
+//! and ITL from a run's `requests.jsonl`, and the per-interval timeline of a run's summary.
+//! Drawn with `plotters` into memory: SVG text is left to the viewer's fonts; PNG text is
+//! rasterized (ab_glyph) from a font built into the binary, never one looked up on the
+//! system. Reads finished results only; never prints.
 
 use crate::sweep::{Axis, Sweep};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -64,38 +66,66 @@ impl Chart {
         };
         let (x0, x1) = fold(&xs)?;
         let (_, y1) = fold(&ys)?;
-        let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+        // All x equal (a CDF of identical samples): centre them rather than draw on the axis.
+        let (x0, x1) = if x1 > x0 {
+            (x0, x1)
+        } else {
+            (x0 - 0.5, x0 + 0.5)
+        };
         let y1 = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
         Some(((x0, x1), (0.0, y1)))
     }
 
     /// The chart as an SVG document; `None` when there is nothing to draw.
     pub fn svg(&self) -> Result<Option<String>, PlotError> {
-        let Some(((x0, x1), (y0, y1))) = self.ranges() else {
-            return Ok(None);
-        };
         let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, (W, H)).into_drawing_area();
-            let err = |e: &dyn std::fmt::Display| PlotError(self.title.clone(), e.to_string());
-            root.fill(&WHITE).map_err(|e| err(&e))?;
-            let mut b = ChartBuilder::on(&root);
-            b.caption(&self.title, ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(60);
-            if self.log_x && x0 > 0.0 {
-                let mut c = b
-                    .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-                    .map_err(|e| err(&e))?;
-                self.draw(&mut c).map_err(|e| err(&e))?;
-            } else {
-                let mut c = b.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| err(&e))?;
-                self.draw(&mut c).map_err(|e| err(&e))?;
-            }
-            root.present().map_err(|e| err(&e))?;
+        let drawn = self.render(SVGBackend::with_string(&mut out, (W, H)).into_drawing_area())?;
+        Ok(drawn.then_some(out))
+    }
+
+    /// The chart as a PNG file (W×H, 8-bit RGB), text drawn with the shipped font; `None`
+    /// when there is nothing to draw.
+    pub fn png(&self) -> Result<Option<Vec<u8>>, PlotError> {
+        let mut rgb = vec![0u8; (W * H * 3) as usize];
+        let area = BitMapBackend::with_buffer(&mut rgb, (W, H)).into_drawing_area();
+        if !self.render(area)? {
+            return Ok(None);
         }
-        Ok(Some(out))
+        let err = |e: png::EncodingError| PlotError(self.title.clone(), e.to_string());
+        let mut file = Vec::with_capacity(64 * 1024);
+        let mut enc = png::Encoder::new(&mut file, W, H);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.write_header()
+            .and_then(|mut w| w.write_image_data(&rgb))
+            .map_err(err)?;
+        Ok(Some(file))
+    }
+
+    /// Draws the chart on `root`; false when there is nothing to draw.
+    fn render<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<bool, PlotError> {
+        let Some(((x0, x1), (y0, y1))) = self.ranges() else {
+            return Ok(false);
+        };
+        register_font();
+        let err = |e: &dyn std::fmt::Display| PlotError(self.title.clone(), e.to_string());
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(&self.title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(64);
+        if self.log_x && x0 > 0.0 {
+            let mut c = b
+                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+                .map_err(|e| err(&e))?;
+            self.draw(&mut c).map_err(|e| err(&e))?;
+        } else {
+            let mut c = b.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| err(&e))?;
+            self.draw(&mut c).map_err(|e| err(&e))?;
+        }
+        root.present().map_err(|e| err(&e))?;
+        Ok(true)
     }
 
     fn draw<'a, X, DB>(
@@ -106,9 +136,24 @@ impl Chart {
         DB: DrawingBackend + 'a,
         X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
     {
+        let log_x = self.log_x;
+        let x_tick = move |x: &f64| {
+            // A log axis gets a tick at every 1..9 of each decade: label only 1, 2 and 5.
+            let m = x / 10f64.powf(x.log10().floor());
+            let keep = [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6);
+            if log_x && !keep {
+                String::new()
+            } else {
+                tick(*x)
+            }
+        };
         c.configure_mesh()
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&|y| tick(*y))
             .light_line_style(WHITE)
             .draw()?;
         let (xr, yr) = (c.x_range(), c.y_range());
@@ -142,10 +187,35 @@ impl Chart {
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], gray.stroke_width(2)));
         }
         c.configure_series_labels()
+            .label_font(("sans-serif", 14))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .position(SeriesLabelPosition::UpperLeft)
             .draw()
+    }
+}
+
+/// DejaVu Sans (Bitstream Vera licence, see `assets/fonts/`), built into the binary: a PNG's
+/// text needs glyphs, and a CI machine need not have any font installed. The SVGs use it
+/// only to measure text; their viewer draws it.
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            unreachable!("the built-in font file is a valid TrueType font");
+        }
+    });
+}
+
+/// A tick label: whole numbers without ".0", others to two decimals at most.
+fn tick(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 || x.abs() >= 100.0 {
+        format!("{:.0}", x)
+    } else {
+        let s = format!("{x:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -288,63 +358,76 @@ pub fn samples_from_requests(path: &Path) -> std::io::Result<(Vec<f64>, Vec<f64>
     Ok((ttft, itl))
 }
 
-/// The keys a per-second series may sit under in `summary.json` (the metrics work names it);
-/// absent, no timeline is drawn.
-pub const TIMELINE_KEYS: [&str; 4] = ["timeline", "time_series", "per_second", "timeseries"];
-
-/// Per-second timeline charts from a summary's per-second series, if it has one: every
-/// numeric field of the rows, split into counts/rates and milliseconds (`_ms` fields).
+/// Per-interval timeline charts from a summary's `timeseries` (`{interval_s, points: [...]}`,
+/// as the collector writes it; a bare array of rows is read too): request rate and mean
+/// requests in flight; TTFT and ITL p50/p99; output tokens per second. Every numeric field of
+/// the rows goes to one of the three by its name (`_ms` fields are latencies, `tokens` fields
+/// token rates; `_count` fields are not drawn). A chart needs a series with two intervals.
 pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
-    let Some(rows) = TIMELINE_KEYS.iter().find_map(|k| {
-        summary[*k]
-            .as_array()
-            .or_else(|| summary[*k]["seconds"].as_array())
-    }) else {
+    let ts = &summary["timeseries"];
+    let Some(rows) = ts["points"].as_array().or_else(|| ts.as_array()) else {
         return vec![];
     };
-    let Some(first) = rows.first().and_then(|r| r.as_object()) else {
-        return vec![];
-    };
-    let x_key = ["t_s", "second", "t", "elapsed_s"]
-        .into_iter()
-        .find(|k| first.contains_key(*k));
-    let x_of =
-        |i: usize, r: &serde_json::Value| x_key.and_then(|k| r[k].as_f64()).unwrap_or(i as f64);
-    let fields: Vec<&String> = first
-        .keys()
-        .filter(|k| Some(k.as_str()) != x_key && first[*k].is_number())
-        .collect();
-    let series_of = |ms: bool| -> Vec<(String, Vec<(f64, f64)>)> {
+    let x_of = |i: usize, r: &serde_json::Value| r["t_s"].as_f64().unwrap_or(i as f64);
+    let mut fields: Vec<&str> = vec![];
+    for r in rows {
+        for (k, v) in r.as_object().into_iter().flatten() {
+            if k != "t_s" && !k.ends_with("_count") && v.is_number() && !fields.contains(&&**k) {
+                fields.push(k);
+            }
+        }
+    }
+    // The order (rate, in flight, TTFT p50/p99), whatever order the rows' keys have.
+    const FIRST: [&str; 7] = [
+        "requests_per_s",
+        "in_flight_mean",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "itl_p99_ms",
+        "output_tokens_per_s",
+    ];
+    fields.sort_by_key(|k| (FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()), *k));
+    let series_of = |keep: &dyn Fn(&str) -> bool| -> Vec<(String, Vec<(f64, f64)>)> {
         fields
             .iter()
-            .filter(|k| k.contains("_ms") == ms)
+            .filter(|k| keep(k))
             .map(|k| {
                 let pts = rows
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, r)| Some((x_of(i, r), r[k.as_str()].as_f64()?)))
+                    .filter_map(|(i, r)| Some((x_of(i, r), r[*k].as_f64()?)))
                     .collect();
                 (k.to_string(), pts)
             })
             .collect()
     };
+    let width = ts["interval_s"].as_f64().unwrap_or(1.0);
     let mk = |title: &str, y: &str, series| Chart {
-        title: title.into(),
+        title: format!("{title} (per {width} s)"),
         x_label: "time into the run (s)".into(),
         y_label: y.into(),
         series,
         ..Chart::default()
     };
+    let is_ms = |k: &str| k.ends_with("_ms");
+    let is_tokens = |k: &str| k.contains("tokens");
     [
         mk(
-            "Per second: rate and in flight",
-            "per second / count",
-            series_of(false),
+            "Request rate and in flight",
+            "req/s · requests",
+            series_of(&|k| !is_ms(k) && !is_tokens(k)),
         ),
-        mk("Per second: latency", "ms", series_of(true)),
+        mk("TTFT and ITL over time", "ms", series_of(&is_ms)),
+        mk(
+            "Output tokens over time",
+            "tokens / s",
+            series_of(&is_tokens),
+        ),
     ]
     .into_iter()
-    .filter(|c| !c.series.is_empty())
+    // One interval is a dot, not a timeline.
+    .filter(|c| c.series.iter().any(|s| s.1.len() >= 2))
     .collect()
 }
 
@@ -376,6 +459,67 @@ mod tests {
     #[test]
     fn nothing_to_draw_is_none() {
         assert!(Chart::default().svg().unwrap().is_none());
+        assert!(Chart::default().png().unwrap().is_none());
+    }
+
+    /// Decodes a PNG into (width, height, RGB bytes).
+    fn decode(file: &[u8]) -> (u32, u32, Vec<u8>) {
+        let mut r = png::Decoder::new(std::io::Cursor::new(file))
+            .read_info()
+            .unwrap();
+        let mut buf = vec![0; r.output_buffer_size()];
+        let info = r.next_frame(&mut buf).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        buf.truncate(info.buffer_size());
+        (info.width, info.height, buf)
+    }
+
+    #[test]
+    fn a_chart_renders_as_png_with_its_line_and_text() {
+        let c = Chart {
+            title: "Throughput vs load".into(),
+            series: vec![("a".into(), vec![(1.0, 2.0), (2.0, 3.0), (4.0, 3.5)])],
+            ..Chart::default()
+        };
+        let (w, h, rgb) = decode(&c.png().unwrap().unwrap());
+        assert_eq!((w, h), (W, H));
+        let px = |x: u32, y: u32| {
+            let i = ((y * W + x) * 3) as usize;
+            [rgb[i], rgb[i + 1], rgb[i + 2]]
+        };
+        let blue = [COLORS[0].0, COLORS[0].1, COLORS[0].2];
+        let line = (0..H)
+            .flat_map(|y| (0..W).map(move |x| (x, y)))
+            .filter(|&(x, y)| px(x, y) == blue)
+            .count();
+        assert!(
+            line > 300,
+            "the series is drawn: {line} pixels of its colour"
+        );
+        // The caption sits in the top 40 rows, centred: text means dark, anti-aliased pixels.
+        let caption: std::collections::HashSet<[u8; 3]> = (0..40)
+            .flat_map(|y| (W / 4..3 * W / 4).map(move |x| (x, y)))
+            .map(|(x, y)| px(x, y))
+            .collect();
+        assert!(
+            caption.contains(&[0, 0, 0]) && caption.len() > 5,
+            "{caption:?}"
+        );
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick(10.0), "10");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(0.1), "0.1");
+        assert_eq!(tick(1234.4), "1234");
+    }
+
+    #[test]
+    fn identical_samples_are_centred_not_drawn_on_the_axis() {
+        let c = cdf_chart("ITL", vec![0.0; 5]);
+        let ((x0, x1), _) = c.ranges().unwrap();
+        assert!(x0 < 0.0 && 0.0 < x1, "{x0}..{x1}");
     }
 
     #[test]
@@ -390,13 +534,21 @@ mod tests {
     #[test]
     fn timeline_is_read_when_present_and_skipped_when_absent() {
         assert!(timeline_charts(&serde_json::json!({})).is_empty());
-        let s = serde_json::json!({"timeline": [
-            {"t_s": 0, "requests_per_s": 10, "in_flight": 3, "ttft_p50_ms": 5.0, "ttft_p99_ms": 9.0},
-            {"t_s": 1, "requests_per_s": 12, "in_flight": 4, "ttft_p50_ms": 6.0, "ttft_p99_ms": 11.0}
-        ]});
+        // The collector's shape: the first interval may have no TTFT yet (null).
+        let s = serde_json::json!({"timeseries": {"interval_s": 1.0, "points": [
+            {"t_s": 0.0, "requests_per_s": 10.0, "output_tokens_per_s": 90.0, "in_flight_mean": 3.0,
+             "ttft_count": 0, "ttft_p50_ms": null, "ttft_p99_ms": null},
+            {"t_s": 1.0, "requests_per_s": 12.0, "output_tokens_per_s": 99.0, "in_flight_mean": 4.0,
+             "ttft_count": 9, "ttft_p50_ms": 6.0, "ttft_p99_ms": 11.0},
+            {"t_s": 2.0, "requests_per_s": 11.0, "output_tokens_per_s": 95.0, "in_flight_mean": 4.0,
+             "ttft_count": 9, "ttft_p50_ms": 7.0, "ttft_p99_ms": 12.0}
+        ]}});
         let charts = timeline_charts(&s);
-        assert_eq!(charts.len(), 2);
-        assert_eq!(charts[0].series.len(), 2);
-        assert_eq!(charts[1].series[1].1, vec![(0.0, 9.0), (1.0, 11.0)]);
+        assert_eq!(charts.len(), 3);
+        let names: Vec<&str> = charts[0].series.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(names, ["requests_per_s", "in_flight_mean"]);
+        assert_eq!(charts[1].series[1].1, vec![(1.0, 11.0), (2.0, 12.0)]);
+        assert_eq!(charts[2].series[0].1[..2], [(0.0, 90.0), (1.0, 99.0)]);
+        assert!(charts.iter().all(|c| c.title.contains("per 1 s")));
     }
 }

@@ -49,24 +49,32 @@ fn median_sorted(xs: &[f64]) -> Option<f64> {
 /// which must already be in load order. Latency should not fall as load rises; a measured
 /// dip is noise, and smoothing it keeps one lucky probe from moving a search's bracket.
 pub fn isotonic_increasing(ys: &[f64]) -> Vec<f64> {
-    // Blocks of (mean, weight), merged while a block's mean is below its predecessor's.
-    let mut blocks: Vec<(f64, f64)> = Vec::with_capacity(ys.len());
-    for &y in ys {
-        blocks.push((y, 1.0));
+    let weighted: Vec<(f64, f64)> = ys.iter().map(|&y| (y, 1.0)).collect();
+    isotonic_increasing_weighted(&weighted)
+}
+
+/// Weighted pool-adjacent-violators over `(value, weight)` pairs in load order: a value
+/// measured `w` times (the mean of `w` probes at one load) counts `w` times.
+pub fn isotonic_increasing_weighted(ys: &[(f64, f64)]) -> Vec<f64> {
+    // Blocks of (mean, weight, how many inputs), merged while a block's mean is below its
+    // predecessor's.
+    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(ys.len());
+    for &(y, w) in ys {
+        blocks.push((y, w, 1));
         while blocks.len() >= 2 {
-            let (m2, w2) = blocks[blocks.len() - 1];
-            let (m1, w1) = blocks[blocks.len() - 2];
+            let (m2, w2, n2) = blocks[blocks.len() - 1];
+            let (m1, w1, n1) = blocks[blocks.len() - 2];
             if m1 <= m2 {
                 break;
             }
             blocks.pop();
             let last = blocks.len() - 1;
-            blocks[last] = ((m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2);
+            blocks[last] = ((m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2);
         }
     }
     blocks
         .iter()
-        .flat_map(|&(m, w)| std::iter::repeat_n(m, w as usize))
+        .flat_map(|&(m, _, n)| std::iter::repeat_n(m, n))
         .collect()
 }
 
@@ -153,6 +161,19 @@ mod tests {
         assert!(out.windows(2).all(|w| w[0] <= w[1]), "{out:?}");
         let (a, b): (f64, f64) = (out.iter().sum(), [5.0, 1.0, 1.0, 9.0, 2.0].iter().sum());
         assert!((a - b).abs() < 1e-9, "PAV keeps the sum");
+    }
+
+    #[test]
+    fn weighted_isotonic_counts_repeated_measurements() {
+        // 30 measured twice at a mean of 60 outweighs one 90 below it: pooled (90 + 2·60) / 3.
+        assert_eq!(
+            isotonic_increasing_weighted(&[(50.0, 1.0), (90.0, 1.0), (60.0, 2.0)]),
+            vec![50.0, 70.0, 70.0]
+        );
+        assert_eq!(
+            isotonic_increasing_weighted(&[(1.0, 3.0), (2.0, 1.0)]),
+            vec![1.0, 2.0]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `max_iterations` probes. The measuring function is the caller's (a real run, or a model
 //! in tests); each probe goes to a callback as it finishes. Nothing here prints.
 
-use super::analysis::{interpolate_crossing, isotonic_increasing};
+use super::analysis::{interpolate_crossing, isotonic_increasing_weighted};
 use super::slo::SloBound;
 use super::{Axis, Point};
 use serde::{Deserialize, Serialize};
@@ -74,10 +74,10 @@ pub fn search<E>(
             break;
         }
         let point = measure(load)?;
-        let insert_at = points.partition_point(|p| p.load < load);
+        // After any earlier probes at the same load: all of them are pooled by the fit.
+        let insert_at = points.partition_point(|p| p.load <= load);
         points.insert(insert_at, point);
-        let pass = smoothed_pass(&spec.slos, &points);
-        let bracket = bracket_of(&points, &pass);
+        let fit = Fit::of(&spec.slos, &points);
         let p = &points[insert_at];
         let probe = Probe {
             iteration: probes.len() as u32 + 1,
@@ -85,60 +85,120 @@ pub fn search<E>(
             load,
             values_ms: (0..spec.slos.len()).map(|i| p.slo_value(i)).collect(),
             pass_raw: p.pass,
-            pass_smoothed: pass[insert_at],
-            bracket,
+            pass_smoothed: fit.passes(load),
+            bracket: fit.bracket(),
             throughput_requests_per_s: p.throughput_requests_per_s.median,
             goodput_requests_per_s: p.goodput_requests_per_s.median,
         };
         on_probe(&probe);
         probes.push(probe);
-        match decide(spec, bracket, &points) {
+        match decide(spec, &fit) {
             Ok(step) => next = Some(step),
             Err(reason) => stop_reason = reason,
         }
     }
-    let pass = smoothed_pass(&spec.slos, &points);
-    let bracket = bracket_of(&points, &pass);
-    let converged = narrow_enough(spec, bracket);
+    let fit = Fit::of(&spec.slos, &points);
+    let bracket = fit.bracket();
     Ok(SearchResult {
         axis: spec.axis,
         slos: spec.slos.clone(),
         answer: bracket.0,
-        crossing: crossing(&spec.slos, &points, bracket),
+        crossing: fit.crossing(&spec.slos),
         bracket,
-        converged,
+        converged: narrow_enough(spec, bracket),
         stop_reason,
         probes,
         points,
     })
 }
 
-/// Pass/fail of every point (in load order) after smoothing each SLO's values.
-fn smoothed_pass(slos: &[SloBound], points: &[Point]) -> Vec<bool> {
-    let mut pass = vec![!slos.is_empty(); points.len()];
-    for (i, slo) in slos.iter().enumerate() {
-        // A point without samples fails; give it a value that cannot pass.
-        let raw: Vec<f64> = points
-            .iter()
-            .map(|p| p.slo_value(i).unwrap_or(f64::MAX / 4.0))
-            .collect();
-        for (ok, v) in pass.iter_mut().zip(isotonic_increasing(&raw)) {
-            *ok &= v < slo.max_ms;
-        }
-    }
-    pass
+/// The isotonic fit over every probe so far: probes at one load pooled into their mean
+/// (weighted by their count), then each SLO's values made non-decreasing in load, so a
+/// load passes only if the fitted value of every SLO is under its bound. Passes are then a
+/// prefix of the loads, and a noisy probe is outvoted by its neighbours and its own repeats.
+#[derive(Debug)]
+struct Fit {
+    /// Distinct loads, rising.
+    loads: Vec<f64>,
+    /// Probes at each load.
+    counts: Vec<usize>,
+    /// Fitted values per SLO, per load.
+    values: Vec<Vec<f64>>,
+    pass: Vec<bool>,
 }
 
-/// Smoothed values are non-decreasing, so passes are a prefix: the bracket is the prefix's
-/// last load and the next one.
-fn bracket_of(points: &[Point], pass: &[bool]) -> (Option<f64>, Option<f64>) {
-    let first_fail = pass.iter().position(|ok| !ok);
-    let lo = match first_fail {
-        Some(0) => None,
-        Some(i) => Some(points[i - 1].load),
-        None => points.last().map(|p| p.load),
-    };
-    (lo, first_fail.map(|i| points[i].load))
+impl Fit {
+    fn of(slos: &[SloBound], points: &[Point]) -> Fit {
+        let mut loads: Vec<f64> = points.iter().map(|p| p.load).collect();
+        loads.dedup();
+        let at = |x: f64| points.iter().filter(move |p| p.load == x);
+        let counts: Vec<usize> = loads.iter().map(|&x| at(x).count()).collect();
+        let values: Vec<Vec<f64>> = (0..slos.len())
+            .map(|i| {
+                let pooled: Vec<(f64, f64)> = loads
+                    .iter()
+                    .map(|&x| {
+                        // A probe without samples fails; give it a value that cannot pass.
+                        let vs: Vec<f64> = at(x)
+                            .map(|p| p.slo_value(i).unwrap_or(f64::MAX / 1e6))
+                            .collect();
+                        let n = vs.len() as f64;
+                        (vs.iter().sum::<f64>() / n, n)
+                    })
+                    .collect();
+                isotonic_increasing_weighted(&pooled)
+            })
+            .collect();
+        let pass = (0..loads.len())
+            .map(|j| !slos.is_empty() && slos.iter().zip(&values).all(|(b, v)| v[j] < b.max_ms))
+            .collect();
+        Fit {
+            loads,
+            counts,
+            values,
+            pass,
+        }
+    }
+
+    fn index(&self, load: f64) -> Option<usize> {
+        self.loads.iter().position(|&x| x == load)
+    }
+
+    fn passes(&self, load: f64) -> bool {
+        self.index(load).is_some_and(|j| self.pass[j])
+    }
+
+    fn probes_at(&self, load: f64) -> usize {
+        self.index(load).map_or(0, |j| self.counts[j])
+    }
+
+    /// Fitted values are non-decreasing, so passes are a prefix: the bracket is the
+    /// prefix's last load and the next one.
+    fn bracket(&self) -> (Option<f64>, Option<f64>) {
+        let first_fail = self.pass.iter().position(|ok| !ok);
+        let lo = match first_fail {
+            Some(0) => None,
+            Some(i) => Some(self.loads[i - 1]),
+            None => self.loads.last().copied(),
+        };
+        (lo, first_fail.map(|i| self.loads[i]))
+    }
+
+    /// The tightest bound's crossing between the bracket's ends, on fitted values.
+    fn crossing(&self, slos: &[SloBound]) -> Option<f64> {
+        let (lo, hi) = self.bracket();
+        let (lo, hi) = (lo?, hi?);
+        let (ia, ib) = (self.index(lo)?, self.index(hi)?);
+        let mut best: Option<f64> = None;
+        for (slo, sm) in slos.iter().zip(&self.values) {
+            if sm[ib] < slo.max_ms {
+                continue;
+            }
+            let x = interpolate_crossing(lo, sm[ia], hi, sm[ib], slo.max_ms);
+            best = Some(best.map_or(x, |b: f64| b.min(x)));
+        }
+        best.or(Some(lo))
+    }
 }
 
 fn narrow_enough(spec: &SearchSpec, (lo, hi): (Option<f64>, Option<f64>)) -> bool {
@@ -150,16 +210,38 @@ fn narrow_enough(spec: &SearchSpec, (lo, hi): (Option<f64>, Option<f64>)) -> boo
     }
 }
 
-/// The next load to probe, or why to stop.
-fn decide(
-    spec: &SearchSpec,
-    bracket: (Option<f64>, Option<f64>),
-    points: &[Point],
-) -> Result<(f64, &'static str), String> {
+/// The next load to probe, or why to stop. Before any stop that rests on the bracket, each
+/// of its ends measured only once is measured again ("confirm"): one noisy probe alone
+/// cannot end the search, and the fit pools the repeat with it.
+fn decide(spec: &SearchSpec, fit: &Fit) -> Result<(f64, &'static str), String> {
+    let why = match next_probe(spec, fit)? {
+        Step::Probe(load, phase) => return Ok((load, phase)),
+        Step::Settled(why) => why,
+    };
+    let (lo, hi) = fit.bracket();
+    match [lo, hi]
+        .into_iter()
+        .flatten()
+        .find(|&x| fit.probes_at(x) < 2)
+    {
+        Some(x) => Ok((x, "confirm")),
+        None => Err(why.to_string()),
+    }
+}
+
+enum Step {
+    Probe(f64, &'static str),
+    /// The bracket is settled, for this reason.
+    Settled(&'static str),
+}
+
+/// Step up or bisect, or say why the bracket is settled.
+fn next_probe(spec: &SearchSpec, fit: &Fit) -> Result<Step, String> {
     let round = |x: f64| match spec.axis {
         Axis::Concurrency => x.round(),
         Axis::Rate => x,
     };
+    let bracket = fit.bracket();
     match bracket {
         (Some(lo), None) if lo >= spec.max_load => Err(format!(
             "every probe up to the maximum load {} passed",
@@ -167,56 +249,33 @@ fn decide(
         )),
         (Some(lo), None) => {
             let up = round(lo * spec.factor).max(lo + 1.0).min(spec.max_load);
-            Ok((up, "step"))
+            Ok(Step::Probe(up, "step"))
         }
         (lo, Some(hi)) => {
             if narrow_enough(spec, bracket) {
-                return Err(format!(
-                    "bracket narrower than {}%",
-                    (spec.tolerance * 100.0).round()
-                ));
+                return Ok(Step::Settled("bracket narrower than the tolerance"));
             }
             let floor = match spec.axis {
                 Axis::Concurrency => 1.0,
                 Axis::Rate => 0.0,
             };
             let lo_v = lo.unwrap_or(floor);
-            if lo.is_none() && hi <= floor + 1.0 && spec.axis == Axis::Concurrency {
-                return Err("even the lowest load fails".into());
+            let lowest = match spec.axis {
+                Axis::Concurrency => hi <= floor + 1.0,
+                // Far below where the search started: the answer is "none" at this precision.
+                Axis::Rate => hi <= spec.start * spec.tolerance,
+            };
+            if lo.is_none() && lowest {
+                return Ok(Step::Settled("even the lowest load fails"));
             }
             let mid = round((lo_v + hi) / 2.0);
-            if points.iter().any(|p| p.load == mid) || mid <= lo_v && lo.is_some() {
-                return Err("no untested load left inside the bracket".into());
+            if fit.index(mid).is_some() || mid <= lo_v && lo.is_some() {
+                return Ok(Step::Settled("no untested load left inside the bracket"));
             }
-            Ok((mid, "bisect"))
+            Ok(Step::Probe(mid, "bisect"))
         }
         (None, None) => Err("nothing measured".into()),
     }
-}
-
-/// The tightest bound's crossing between the bracket's ends, on smoothed values.
-fn crossing(
-    slos: &[SloBound],
-    points: &[Point],
-    (lo, hi): (Option<f64>, Option<f64>),
-) -> Option<f64> {
-    let (lo, hi) = (lo?, hi?);
-    let ia = points.iter().position(|p| p.load == lo)?;
-    let ib = points.iter().position(|p| p.load == hi)?;
-    let mut best: Option<f64> = None;
-    for (i, slo) in slos.iter().enumerate() {
-        let raw: Vec<f64> = points
-            .iter()
-            .map(|p| p.slo_value(i).unwrap_or(f64::MAX / 4.0))
-            .collect();
-        let sm = isotonic_increasing(&raw);
-        if sm[ib] < slo.max_ms {
-            continue;
-        }
-        let x = interpolate_crossing(lo, sm[ia], hi, sm[ib], slo.max_ms);
-        best = Some(best.map_or(x, |b: f64| b.min(x)));
-    }
-    best.or(Some(lo))
 }
 
 #[cfg(test)]
@@ -301,11 +360,88 @@ mod tests {
             .map(|&(x, v)| point(x, v, 100.0))
             .collect();
         assert!(!pts[1].pass);
-        assert_eq!(smoothed_pass(&slos, &pts), vec![true, true, true, false]);
-        assert_eq!(
-            bracket_of(&pts, &smoothed_pass(&slos, &pts)),
-            (Some(30.0), Some(40.0))
+        let fit = Fit::of(&slos, &pts);
+        assert_eq!(fit.pass, vec![true, true, true, false]);
+        assert_eq!(fit.bracket(), (Some(30.0), Some(40.0)));
+    }
+
+    /// A scripted search: `truth(x)` ms at load x, except the listed (load, nth probe at that
+    /// load) measurements, which read `noisy` instead.
+    fn scripted(
+        truth: fn(f64) -> f64,
+        noise: &[(f64, usize, f64)],
+    ) -> impl FnMut(f64) -> Result<Point, ()> + '_ {
+        let mut seen: Vec<f64> = vec![];
+        move |x| {
+            let nth = seen.iter().filter(|&&l| l == x).count();
+            seen.push(x);
+            let v = noise
+                .iter()
+                .find(|n| n.0 == x && n.1 == nth)
+                .map_or(truth(x), |n| n.2);
+            Ok(point(x, v, 100.0))
+        }
+    }
+
+    #[test]
+    fn a_noisy_pass_above_a_failing_load_is_outvoted() {
+        // ttft = 3·users: p95 < 100 ms holds up to 33 users. The first probe at 40 users
+        // reads 90 ms (a lucky pass; truth 120): taken raw it makes 40 the answer.
+        let s = spec(Axis::Concurrency);
+        let noise = [(40.0, 0, 90.0)];
+        let r = search(&s, scripted(|x| 3.0 * x, &noise), |_| {}).unwrap();
+        let at_40: Vec<&Probe> = r.probes.iter().filter(|p| p.load == 40.0).collect();
+        assert!(at_40[0].pass_raw, "the scripted noise: 40 passed once, raw");
+        assert!(
+            at_40.len() >= 2 && at_40[1].phase == "confirm",
+            "{:?}",
+            r.probes
         );
+        // Pooled, 40 fails ((90 + 120) / 2 = 105 ms): smoothed, the search goes back down.
+        assert!(!at_40[1].pass_smoothed);
+        assert_eq!(r.answer, Some(33.0), "{:?}", r.probes);
+        assert!(r.converged, "{}", r.stop_reason);
+        // The raw verdicts alone would have bracketed the answer at 40.
+        let raw_highest_pass = r
+            .probes
+            .iter()
+            .filter(|p| p.iteration <= at_40[0].iteration && p.pass_raw)
+            .map(|p| p.load)
+            .fold(0.0, f64::max);
+        assert_eq!(raw_highest_pass, 40.0);
+    }
+
+    #[test]
+    fn a_noisy_fail_while_stepping_up_does_not_end_the_search() {
+        // ttft = 2.5·users: passes up to 39 users. The first probe at 32 spikes to 105 ms;
+        // raw, the search would settle on 31. Its confirmation reads the truth (80 ms), the
+        // pooled 92.5 ms passes, and the search steps on past 32.
+        let s = spec(Axis::Concurrency);
+        let noise = [(32.0, 0, 105.0)];
+        let r = search(&s, scripted(|x| 2.5 * x, &noise), |_| {}).unwrap();
+        let at_32: Vec<&Probe> = r.probes.iter().filter(|p| p.load == 32.0).collect();
+        assert!(!at_32[0].pass_raw && !at_32[0].pass_smoothed);
+        assert!(at_32[1].pass_smoothed, "{:?}", r.probes);
+        assert!(r.probes.iter().any(|p| p.load > 32.0 && p.phase == "step"));
+        assert_eq!(r.answer, Some(39.0), "{:?}", r.probes);
+    }
+
+    #[test]
+    fn repeats_at_one_load_are_pooled_before_the_fit() {
+        let slos = vec![SloBound::parse("ttft:p95<100ms").unwrap()];
+        // Order among probes at one load must not matter: 110 then 80, or 80 then 110.
+        for (a, b) in [(110.0, 80.0), (80.0, 110.0)] {
+            let pts = vec![
+                point(10.0, 50.0, 100.0),
+                point(20.0, a, 100.0),
+                point(20.0, b, 100.0),
+            ];
+            let fit = Fit::of(&slos, &pts);
+            assert_eq!(fit.loads, vec![10.0, 20.0]);
+            assert_eq!(fit.counts, vec![1, 2]);
+            assert_eq!(fit.values[0], vec![50.0, 95.0]);
+            assert!(fit.passes(20.0));
+        }
     }
 
     #[test]
@@ -322,6 +458,9 @@ mod tests {
         let s = spec(Axis::Concurrency);
         let r = search(&s, |x| Ok::<_, ()>(point(x, 500.0, 100.0)), |_| {}).unwrap();
         assert_eq!(r.answer, None);
-        assert_eq!(r.probes.len(), 1);
+        // The first probe, and once more to confirm it.
+        assert_eq!(r.probes.len(), 2);
+        assert_eq!(r.probes[1].phase, "confirm");
+        assert!(r.stop_reason.contains("lowest load"), "{}", r.stop_reason);
     }
 }

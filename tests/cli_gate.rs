@@ -1,0 +1,127 @@
+//! The binary's edges for `sweep`, `search` and `run`, as a shell sees them: the SLO gate's
+//! exit status (3 when no point meets the SLOs; 0 otherwise), and a reader that closes the
+//! pipe early (`| head -1`), which must end quietly with the usual status, never a panic.
+//! Each command runs the built-in simulator on loopback with a few short points; the
+//! commands are serialized with one lock so they don't measure each other.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Short points: 30 measured requests of 2 tokens, no cooldown.
+const SHORT: [&str; 6] = [
+    "--request-count",
+    "30",
+    "--output-tokens",
+    "2",
+    "--cooldown",
+    "0s",
+];
+
+fn ringbench(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ringbench"));
+    c.args(args).stdin(Stdio::null());
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    ringbench(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn sweep_exits_3_when_no_point_meets_the_slos_and_0_when_one_does() {
+    let _g = lock();
+    let mut args = vec!["sweep", "--concurrency", "1,2", "--slo", "ttft:p95<0.001ms"];
+    args.extend(SHORT);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).matches("FAIL").count(), 2);
+    args[4] = "ttft:p95<60000ms";
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Without SLOs there is no gate.
+    let mut args = vec!["sweep", "--concurrency", "1"];
+    args.extend(SHORT);
+    assert_eq!(run(&args).status.code(), Some(0));
+}
+
+#[test]
+fn search_exits_3_when_even_the_lowest_load_fails() {
+    let _g = lock();
+    let mut args = vec!["search", "--concurrency", "1", "--slo", "ttft:p95<0.001ms"];
+    args.extend(SHORT);
+    let out = run(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("answer: concurrency = none"), "{stdout}");
+    assert!(stdout.contains("lowest load"), "{stdout}");
+}
+
+/// Reads `lines` lines of the child's stdout, closes the pipe, and waits for the child.
+fn close_after(mut cmd: Command, lines: usize) -> (Option<i32>, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        for _ in 0..lines {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            assert!(
+                !line.is_empty(),
+                "the command printed fewer than {lines} lines"
+            );
+        }
+    } // dropped: the read end of the pipe is closed
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (child.wait().unwrap().code(), stderr)
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_the_usual_status() {
+    let _g = lock();
+    // sweep | head -1: the point lines and the analysis come after the reader left.
+    let mut args = vec!["sweep", "--concurrency", "1,2", "--slo", "ttft:p95<60000ms"];
+    args.extend(SHORT);
+    let (code, stderr) = close_after(ringbench(&args), 1);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    // search | head -1, with an SLO nothing meets: the gate's 3 still comes through.
+    let mut args = vec!["search", "--concurrency", "1", "--slo", "ttft:p95<0.001ms"];
+    args.extend(SHORT);
+    let (code, stderr) = close_after(ringbench(&args), 1);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
+    // run with its stdout closed before the first line.
+    let (code, stderr) = close_after(
+        ringbench(&[
+            "run",
+            "--request-count",
+            "30",
+            "--output-tokens",
+            "2",
+            "--allow-invalid",
+        ]),
+        0,
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+}
