@@ -60,9 +60,15 @@ fn page(title: &str, body: &str) -> String {
 /// per-second timeline when the summary carries one.
 fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<(String, Chart)> {
     let mut charts = vec![];
-    if let Ok((ttft, itl)) = plot::samples_from_requests(&run_dir.join("requests.jsonl")) {
-        charts.push(("cdf_ttft".into(), plot::cdf_chart("TTFT", ttft)));
-        charts.push(("cdf_itl".into(), plot::cdf_chart("ITL", itl)));
+    if let Ok((ttft, itl)) = plot::latency_histograms(run_dir) {
+        charts.push((
+            "cdf_ttft".into(),
+            plot::cdf_chart_from_histogram("TTFT", &ttft),
+        ));
+        charts.push((
+            "cdf_itl".into(),
+            plot::cdf_chart_from_histogram("ITL", &itl),
+        ));
     }
     for (i, c) in plot::timeline_charts(summary).into_iter().enumerate() {
         charts.push((format!("timeline_{i}"), c));

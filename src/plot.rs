@@ -5,7 +5,9 @@
 //! rasterized (ab_glyph) from a font built into the binary, never one looked up on the
 //! system. Reads finished results only; never prints.
 
+use crate::collector::new_histogram;
 use crate::sweep::{Axis, Sweep};
+use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -326,36 +328,54 @@ pub fn cdf_chart(name: &str, mut values_ms: Vec<f64>) -> Chart {
     }
 }
 
-/// TTFT and ITL samples of a run's measured successful requests, from its
-/// `requests.jsonl` (TTFT = first_token − sent; ITL = every gap between consecutive
-/// token-bearing events, as `metrics.md` defines them).
-pub fn samples_from_requests(path: &Path) -> std::io::Result<(Vec<f64>, Vec<f64>)> {
-    let text = std::fs::read_to_string(path)?;
-    let (mut ttft, mut itl) = (vec![], vec![]);
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["warmup"].as_bool() != Some(false) || v["outcome"] != "ok" {
-            continue;
+/// TTFT and ITL distributions of a run's measured successful requests, streamed from its
+/// `requests.jsonl` into histograms (TTFT = first token − sent; ITL = every gap between
+/// consecutive token-bearing events, as `metrics.md` defines them). Memory stays bounded
+/// however long the run: a 10-minute run at 2,000 req/s has 1.2 M lines and 18 M gaps.
+pub fn latency_histograms(
+    run_dir: &Path,
+) -> Result<(Histogram<u64>, Histogram<u64>), crate::collector::replay::ReplayError> {
+    let (mut ttft, mut itl) = (new_histogram(), new_histogram());
+    crate::collector::replay::read_records(run_dir, |r| {
+        if r.warmup || r.outcome != crate::record::Outcome::Ok {
+            return;
         }
-        if let (Some(f), Some(s)) = (v["first_token_ns"].as_u64(), v["sent_ns"].as_u64()) {
-            ttft.push(f.saturating_sub(s) as f64 / 1e6);
+        if let Some(t) = r.ttft_ns() {
+            ttft.saturating_record(t.max(1));
         }
-        let stamps: Vec<u64> = v["events"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|e| e[1].as_u64().unwrap_or(0) > 0)
-            .filter_map(|e| e[0].as_u64())
-            .collect();
-        itl.extend(
-            stamps
-                .windows(2)
-                .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e6),
-        );
-    }
+        for gap in r.itl_gaps_ns() {
+            itl.saturating_record(gap.max(1));
+        }
+    })?;
     Ok((ttft, itl))
+}
+
+/// The CDF of a histogram of nanoseconds, drawn in ms at 400 quantile steps (the
+/// histogram's 3 significant digits are far finer than a plot can show).
+pub fn cdf_chart_from_histogram(name: &str, h: &Histogram<u64>) -> Chart {
+    const STEPS: u32 = 400;
+    let mut pts: Vec<(f64, f64)> = vec![];
+    if !h.is_empty() {
+        for i in 0..=STEPS {
+            let q = f64::from(i) / f64::from(STEPS);
+            pts.push((h.value_at_quantile(q) as f64 / 1e6, q));
+        }
+        pts.dedup();
+    }
+    if pts.len() == 1 || pts.iter().all(|p| p.0 == pts[0].0) {
+        // All samples equal: the sample-vector CDF knows how to centre that case.
+        let x = pts.first().map_or(0.0, |p| p.0);
+        let mut c = cdf_chart(name, vec![x; 2]);
+        c.title = format!("CDF of {name} ({} samples)", h.len());
+        return c;
+    }
+    Chart {
+        title: format!("CDF of {name} ({} samples)", h.len()),
+        x_label: format!("{name} (ms)"),
+        y_label: "fraction ≤ x".into(),
+        series: vec![(name.to_string(), pts)],
+        ..Chart::default()
+    }
 }
 
 /// Per-interval timeline charts from a summary's `timeseries` (`{interval_s, points: [...]}`,
@@ -520,6 +540,27 @@ mod tests {
         let c = cdf_chart("ITL", vec![0.0; 5]);
         let ((x0, x1), _) = c.ranges().unwrap();
         assert!(x0 < 0.0 && 0.0 < x1, "{x0}..{x1}");
+    }
+
+    #[test]
+    fn a_histogram_cdf_is_bounded_monotone_and_ends_at_the_max() {
+        let mut h = new_histogram();
+        for v in 1..=100_000u64 {
+            h.record(v * 1_000).unwrap();
+        }
+        let c = cdf_chart_from_histogram("ITL", &h);
+        let pts = &c.series[0].1;
+        assert!(pts.len() <= 401 && pts.len() > 300, "{}", pts.len());
+        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        let last = pts.last().unwrap();
+        assert_eq!(last.1, 1.0);
+        assert!((last.0 - 100.0).abs() < 0.1, "{last:?}");
+        assert!(c.title.contains("100000 samples"), "{}", c.title);
+        let mut same = new_histogram();
+        same.record(5_000_000).unwrap();
+        same.record(5_000_000).unwrap();
+        let c = cdf_chart_from_histogram("TTFT", &same);
+        assert!(c.title.contains("2 samples"), "{}", c.title);
     }
 
     #[test]
