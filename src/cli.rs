@@ -280,6 +280,10 @@ pub struct RunArgs {
     /// Zipf exponent of group popularity (default: groups equally likely).
     #[arg(long, value_name = "S", requires = "prefix_groups")]
     pub prefix_zipf: Option<f64>,
+    /// Report the kernel → user delay of every read from the kernel's software receive
+    /// stamps (SO_TIMESTAMPING; plain http:// only). Costs a syscall per read.
+    #[arg(long)]
+    pub rx_timestamps: bool,
 }
 
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
@@ -759,6 +763,7 @@ impl RunArgs {
             cacert: self.cacert.clone(),
             insecure: self.insecure,
             workload: crate::workload_args::workload_of(self)?,
+            rx_timestamps: self.rx_timestamps,
         })
     }
 }
