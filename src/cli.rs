@@ -299,6 +299,10 @@ pub struct RunArgs {
     /// Replay X times faster than recorded (gaps divided by X).
     #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
     pub replay_speedup: f64,
+    /// Report the kernel → user delay of every read from the kernel's software receive
+    /// stamps (SO_TIMESTAMPING; plain http:// only). Costs a syscall per read.
+    #[arg(long)]
+    pub rx_timestamps: bool,
 }
 
 /// What a trace decides itself (times, count, lengths, prompts): flags that would too.
@@ -821,6 +825,7 @@ impl RunArgs {
             cacert: self.cacert.clone(),
             insecure: self.insecure,
             workload: crate::workload_args::workload_of(self)?,
+            rx_timestamps: self.rx_timestamps,
         })
     }
 }

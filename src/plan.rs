@@ -158,6 +158,8 @@ pub struct Plan {
     pub insecure: bool,
     /// Tokenizer, length distributions, dataset, shared prefixes, request options.
     pub workload: crate::workload::WorkloadSpec,
+    /// Kernel software receive stamps on every plain connection (`--rx-timestamps`).
+    pub rx_timestamps: bool,
 }
 
 /// Header names whose values must never reach any output.
@@ -245,6 +247,7 @@ impl Plan {
             cacert: None,
             insecure: false,
             workload: crate::workload::WorkloadSpec::default(),
+            rx_timestamps: false,
         }
     }
 

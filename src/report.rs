@@ -231,6 +231,12 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         .as_ref()
         .map_or("n/a".to_string(), p50_p99);
     row(out, "Delivery delay p50 / p99 (ms):", delivery)?;
+    let kernel_rx = match (&o.kernel_rx_delay_ms, &o.kernel_rx_delay_null_reason) {
+        (Some(st), _) => p50_p99(st),
+        (None, Some(why)) => format!("n/a: {why}"),
+        (None, None) => "n/a".to_string(),
+    };
+    row(out, "Kernel-to-user delay p50 / p99 (ms):", kernel_rx)?;
     let cpu = format!(
         "{} (max {})",
         num(o.worker_cpu_percent, 1),

@@ -285,6 +285,13 @@ pub struct Overhead {
     pub sim: Option<serde_json::Value>,
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
+    /// Per read: the kernel's software receive stamp (`SO_TIMESTAMPING`) of the newest
+    /// segment the read returned → the worker's stamp of that read. `null` when not measured.
+    #[serde(default)]
+    pub kernel_rx_delay_ms: Option<Stats>,
+    /// Why `kernel_rx_delay_ms` is `null` (flag off, TLS, the socket gave no stamps).
+    #[serde(default)]
+    pub kernel_rx_delay_null_reason: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

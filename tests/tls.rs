@@ -75,7 +75,9 @@ fn https_with_a_private_ca_measures_every_request() {
     let (_c, cert, key) = Certs::make("ok", &["127.0.0.1", "localhost"], false);
     let sim = tls_sim(&cert, &key);
     // No --model: the model is discovered over TLS too.
-    let p = https_plan(sim.addr.port(), Some(&cert), false);
+    let mut p = https_plan(sim.addr.port(), Some(&cert), false);
+    // Asked for, kernel receive stamps are not measured over TLS, and the summary says why.
+    p.rx_timestamps = true;
     let s = ringbench::run::run(&p, |_, _| {}).expect("the https run completes");
     let s = serde_json::to_value(&s).unwrap();
     assert_eq!(s["counts"]["ok"], 200, "{}", s["counts"]);
@@ -83,6 +85,11 @@ fn https_with_a_private_ca_measures_every_request() {
     assert_eq!(s["latency_ms"]["itl"]["count"], 200 * 15);
     let warnings = s["warnings"].to_string();
     assert!(!warnings.contains("--insecure"), "{warnings}");
+    assert!(s["overhead"]["kernel_rx_delay_ms"].is_null());
+    let why = s["overhead"]["kernel_rx_delay_null_reason"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("TLS"), "{why}");
 }
 
 fn refused(tag: &str, names: &[&str], expired: bool, with_ca: bool) -> String {

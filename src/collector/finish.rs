@@ -260,6 +260,7 @@ fn overhead(
         ));
     }
     let invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
+    let (kernel_rx_delay_ms, kernel_rx_delay_null_reason) = kernel_rx(plan, ws, warnings);
     Overhead {
         delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
             .then(|| m.dists.delivery_delay.stats_ms(&plan.percentiles)),
@@ -277,7 +278,42 @@ fn overhead(
         sim: facts.sim.clone(),
         valid: invalid_reasons.is_empty(),
         invalid_reasons,
+        kernel_rx_delay_ms,
+        kernel_rx_delay_null_reason,
     }
+}
+
+/// The kernel → user delay over all workers, or why there is none. Reads that should have
+/// carried a stamp and did not, and stamps dropped after a clock step, are warned about.
+fn kernel_rx(
+    plan: &Settings,
+    ws: &[WorkerStats],
+    warnings: &mut Vec<String>,
+) -> (Option<Stats>, Option<String>) {
+    let mut delay = Dist::new();
+    ws.iter()
+        .for_each(|w| delay.merge_histogram(&w.kernel_rx.delay_ns));
+    let unstamped: u64 = ws.iter().map(|w| w.kernel_rx.unstamped).sum();
+    let negative: u64 = ws.iter().map(|w| w.kernel_rx.negative).sum();
+    if unstamped > 0 {
+        warnings.push(format!(
+            "{unstamped} reads carried no kernel receive stamp; kernel_rx_delay_ms leaves them out"
+        ));
+    }
+    if negative > 0 {
+        warnings.push(format!(
+            "{negative} kernel receive stamps were later than the read's own stamp (a clock \
+             step during the run?) and were left out"
+        ));
+    }
+    if delay.count() > 0 {
+        return (Some(delay.stats_ms(&plan.percentiles)), None);
+    }
+    let why = ws
+        .iter()
+        .find_map(|w| w.kernel_rx.unavailable.clone())
+        .unwrap_or_else(|| "no read carried a kernel receive stamp".into());
+    (None, Some(why))
 }
 
 fn cpu_percent(w: &WorkerStats) -> Option<f64> {

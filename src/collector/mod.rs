@@ -51,6 +51,34 @@ pub struct WorkerStats {
     pub reconnects: u64,
     /// Records that found the collector channel full (kept by the worker, sent later).
     pub channel_full: u64,
+    /// Kernel receive stamp → the worker's stamp of the same read (`--rx-timestamps`).
+    pub kernel_rx: KernelRx,
+}
+
+/// One worker's kernel → user delays: one sample per read that carried a kernel receive
+/// stamp, the delay from the kernel's software stamp of the newest segment the read
+/// returned to the worker's stamp of the read.
+#[derive(Clone, Debug)]
+pub struct KernelRx {
+    /// Delays, ns (create with `new_histogram` so merging is exact).
+    pub delay_ns: Histogram<u64>,
+    /// Reads with data but no stamp, on connections that asked for stamps.
+    pub unstamped: u64,
+    /// Stamps later than the worker's own (a clock step after the worker started): dropped.
+    pub negative: u64,
+    /// Why nothing was measured (flag off, TLS, the socket refused), if so.
+    pub unavailable: Option<String>,
+}
+
+impl Default for KernelRx {
+    fn default() -> Self {
+        KernelRx {
+            delay_ns: new_histogram(),
+            unstamped: 0,
+            negative: 0,
+            unavailable: None,
+        }
+    }
 }
 
 impl WorkerStats {
@@ -69,6 +97,7 @@ impl WorkerStats {
             connections_opened: 0,
             reconnects: 0,
             channel_full: 0,
+            kernel_rx: KernelRx::default(),
         }
     }
 }

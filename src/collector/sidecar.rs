@@ -6,8 +6,9 @@
 //! this file only lets `ringbench report` reprint the rest of `summary.json` byte for byte.
 //! Written once at the end of a run; never prints.
 
-use super::{new_histogram, RunFacts, WorkerStats};
+use super::{new_histogram, KernelRx, RunFacts, WorkerStats};
 use crate::summary::Host;
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::Path;
@@ -51,6 +52,15 @@ pub struct WorkerDoc {
     pub connections_opened: u64,
     pub reconnects: u64,
     pub channel_full: u64,
+    /// Kernel → user delays, as `loop_lag_ns`.
+    #[serde(default)]
+    pub kernel_rx_delay_ns: Vec<[u64; 2]>,
+    #[serde(default)]
+    pub kernel_rx_unstamped: u64,
+    #[serde(default)]
+    pub kernel_rx_negative: u64,
+    #[serde(default)]
+    pub kernel_rx_unavailable: Option<String>,
 }
 
 impl RunSidecar {
@@ -103,11 +113,7 @@ impl WorkerDoc {
             cpu: w.cpu,
             cpu_ns: w.cpu_ns,
             wall_ns: w.wall_ns,
-            loop_lag_ns: w
-                .loop_lag
-                .iter_recorded()
-                .map(|v| [v.value_iterated_to(), v.count_at_value()])
-                .collect(),
+            loop_lag_ns: buckets(&w.loop_lag),
             reads: w.reads,
             events: w.events,
             bytes: w.bytes,
@@ -115,20 +121,20 @@ impl WorkerDoc {
             connections_opened: w.connections_opened,
             reconnects: w.reconnects,
             channel_full: w.channel_full,
+            kernel_rx_delay_ns: buckets(&w.kernel_rx.delay_ns),
+            kernel_rx_unstamped: w.kernel_rx.unstamped,
+            kernel_rx_negative: w.kernel_rx.negative,
+            kernel_rx_unavailable: w.kernel_rx.unavailable.clone(),
         }
     }
 
     fn to_stats(&self) -> WorkerStats {
-        let mut loop_lag = new_histogram();
-        for &[value, count] in &self.loop_lag_ns {
-            loop_lag.saturating_record_n(value, count);
-        }
         WorkerStats {
             worker: self.worker,
             cpu: self.cpu,
             cpu_ns: self.cpu_ns,
             wall_ns: self.wall_ns,
-            loop_lag,
+            loop_lag: histogram(&self.loop_lag_ns),
             reads: self.reads,
             events: self.events,
             bytes: self.bytes,
@@ -136,8 +142,30 @@ impl WorkerDoc {
             connections_opened: self.connections_opened,
             reconnects: self.reconnects,
             channel_full: self.channel_full,
+            kernel_rx: KernelRx {
+                delay_ns: histogram(&self.kernel_rx_delay_ns),
+                unstamped: self.kernel_rx_unstamped,
+                negative: self.kernel_rx_negative,
+                unavailable: self.kernel_rx_unavailable.clone(),
+            },
         }
     }
+}
+
+/// `[highest value of the bucket, count]` for each non-empty bucket.
+fn buckets(h: &Histogram<u64>) -> Vec<[u64; 2]> {
+    h.iter_recorded()
+        .map(|v| [v.value_iterated_to(), v.count_at_value()])
+        .collect()
+}
+
+/// The histogram `buckets` was taken from, bucket for bucket.
+fn histogram(buckets: &[[u64; 2]]) -> Histogram<u64> {
+    let mut h = new_histogram();
+    for &[value, count] in buckets {
+        h.saturating_record_n(value, count);
+    }
+    h
 }
 
 #[cfg(test)]
@@ -155,5 +183,23 @@ mod tests {
         assert_eq!(back.loop_lag.min(), w.loop_lag.min());
         assert_eq!(back.loop_lag.max(), w.loop_lag.max());
         assert_eq!(back.loop_lag.mean(), w.loop_lag.mean());
+    }
+
+    #[test]
+    fn kernel_rx_delays_and_their_counts_round_trip() {
+        let mut w = WorkerStats::new(0, 0);
+        for v in [0u64, 7_000, 25_431, 2_000_000] {
+            w.kernel_rx.delay_ns.record(v).unwrap();
+        }
+        w.kernel_rx.unstamped = 3;
+        w.kernel_rx.negative = 1;
+        w.kernel_rx.unavailable = Some("off".into());
+        let doc = WorkerDoc::from_stats(&w);
+        let text = serde_json::to_string(&doc).unwrap();
+        let back = serde_json::from_str::<WorkerDoc>(&text).unwrap().to_stats();
+        assert_eq!(back.kernel_rx.delay_ns, w.kernel_rx.delay_ns);
+        assert_eq!(back.kernel_rx.delay_ns.max(), w.kernel_rx.delay_ns.max());
+        assert_eq!((back.kernel_rx.unstamped, back.kernel_rx.negative), (3, 1));
+        assert_eq!(back.kernel_rx.unavailable.as_deref(), Some("off"));
     }
 }

@@ -328,24 +328,50 @@ enum Attempt {
     Stale,
 }
 
-/// One connection, plain or TLS: the two cases of the hot path's read and write.
+/// One connection, plain or TLS: the cases of the hot path's read and write. `Stamped` is a
+/// plain connection whose reads return the kernel's receive stamp (`--rx-timestamps`).
 enum Stream {
     Plain(TcpStream),
+    Stamped(TcpStream),
     Tls(Box<monoio_rustls::ClientTlsStream<TcpStream>>),
 }
 
+/// What one read returned: its result, the buffer back, and the kernel's receive stamp
+/// (`CLOCK_REALTIME` ns) when the connection is `Stamped` and the kernel gave one.
+type ReadResult = (std::io::Result<usize>, Vec<u8>, Option<u64>);
+
 impl Stream {
-    async fn read(&mut self, buf: Vec<u8>) -> monoio::BufResult<usize, Vec<u8>> {
-        match self {
+    async fn read(&mut self, buf: Vec<u8>) -> ReadResult {
+        let (res, buf) = match self {
             Stream::Plain(s) => s.read(buf).await,
+            Stream::Stamped(s) => return read_stamped(s, buf).await,
             Stream::Tls(s) => s.read(buf).await,
-        }
+        };
+        (res, buf, None)
     }
 
     async fn write_all(&mut self, bytes: Bytes) -> monoio::BufResult<usize, Bytes> {
         match self {
-            Stream::Plain(s) => s.write_all(bytes).await,
+            Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
             Stream::Tls(s) => s.write_all(bytes).await,
+        }
+    }
+}
+
+/// Waits for readability through monoio, then reads with our own `recvmsg` to get the
+/// control message (see `rxstamp` for why monoio's read cannot carry it). Readiness may be
+/// stale (epoll caches it; `readable(false)` rechecks with `poll(0)`), so `WouldBlock` waits
+/// again.
+async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>) -> ReadResult {
+    use std::os::fd::AsRawFd;
+    loop {
+        if let Err(e) = s.readable(false).await {
+            return (Err(e), buf, None);
+        }
+        match super::rxstamp::recv(s.as_raw_fd(), &mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return (Err(e), buf, None),
+            Ok((n, stamp)) => return (Ok(n), buf, stamp),
         }
     }
 }
@@ -450,6 +476,7 @@ impl Conn {
         };
         let _ = stream.set_nodelay(true);
         let stream = match &s.tls {
+            None if s.plan.rx_timestamps => stamped(ctx, stream),
             None => Stream::Plain(stream),
             // The handshake is part of connecting: bounded by the same timeout, and a
             // failure (a certificate the pre-run check accepted, then not) is `connect`.
@@ -486,9 +513,13 @@ impl Conn {
         loop {
             let mut buf = std::mem::take(&mut self.buf);
             buf.clear();
-            let (res, buf) = stream.read(buf).await;
+            let (res, buf, kernel_rt_ns) = stream.read(buf).await;
             self.buf = buf;
             let at_ns = s.clock.now_ns();
+            if matches!(stream, Stream::Stamped(_)) {
+                ctx.kernel_rx
+                    .read(&res, kernel_rt_ns, s.clock.origin_mono_ns() + at_ns);
+            }
             let n = match res {
                 Ok(n) => n,
                 Err(_) if !got_bytes => return Attempt::Stale,
@@ -518,6 +549,19 @@ impl Conn {
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
             }
+        }
+    }
+}
+
+/// A plain connection whose reads will carry kernel receive stamps, or a plain one (counted)
+/// when the socket refuses the option.
+fn stamped(ctx: &Ctx, stream: TcpStream) -> Stream {
+    use std::os::fd::AsRawFd;
+    match super::rxstamp::enable(stream.as_raw_fd()) {
+        Ok(()) => Stream::Stamped(stream),
+        Err(e) => {
+            ctx.kernel_rx.refused(&e);
+            Stream::Plain(stream)
         }
     }
 }

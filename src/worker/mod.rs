@@ -7,6 +7,7 @@
 mod lane;
 mod pacer;
 mod runtime;
+mod rxstamp;
 
 pub use runtime::{block_on as block_on_driver, uring_available, DriverUsed};
 
@@ -130,6 +131,8 @@ pub(crate) struct Ctx {
     free_events: RefCell<Vec<Vec<EventStamp>>>,
     pub cancel: lane::CancelBell,
     pub connects: Rc<lane::ConnectGate>,
+    /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
+    pub kernel_rx: rxstamp::Tally,
 }
 
 /// Per-worker tallies, folded into `WorkerStats` at the end.
@@ -227,6 +230,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         free_events: RefCell::new(free),
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
+        kernel_rx: rxstamp::Tally::new(),
     });
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
@@ -281,8 +285,24 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         connections_opened: c.connections_opened,
         reconnects: c.reconnects,
         channel_full: c.channel_full,
+        kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),
     };
     (stats, warnings)
+}
+
+/// Why this worker measures no kernel receive stamps at all, if it does not.
+fn kernel_rx_off(s: &WorkerSetup) -> Option<String> {
+    if !s.plan.rx_timestamps {
+        Some("off (--rx-timestamps turns it on)".into())
+    } else if s.tls.is_some() {
+        Some(
+            "not measured over TLS: rustls reads the socket through monoio's read, which \
+             carries no control message"
+                .into(),
+        )
+    } else {
+        None
+    }
 }
 
 fn open_schedule(ctx: &Ctx) -> impl Iterator<Item = (u64, u64)> {
