@@ -100,6 +100,10 @@ impl Extractor {
     /// One SSE `data:` value (without `data:`). `[DONE]` gives an event with only
     /// `done_marker` set.
     pub fn event(&mut self, payload: &[u8]) -> Result<EventInfo, ExtractError> {
+        if let Some(t) = self.text.as_mut() {
+            // `[DONE]` carries no text: the previous event's must not be handed on again.
+            t.clear();
+        }
         if payload.trim_ascii() == b"[DONE]" {
             return Ok(EventInfo {
                 done_marker: true,
