@@ -19,6 +19,7 @@ fn record(id: u64) -> Record {
             tokens: u32::from((1..=16).contains(&i)),
             output: (1..=16).contains(&i),
             reasoning: false,
+            ..Default::default()
         })
         .collect();
     Record {

@@ -66,6 +66,9 @@ pub struct Extractor {
     tape: Option<Tape<'static>>,
     /// Padded copy of the payload that simd-json may rewrite.
     scratch: Vec<u8>,
+    /// The last payload's generated text (reasoning, then content), unescaped, when the run
+    /// counts output tokens with a tokenizer (`capture_text`); `None` otherwise. Reused.
+    text: Option<Vec<u8>>,
 }
 
 impl Default for Extractor {
@@ -80,12 +83,27 @@ impl Extractor {
             buffers: Buffers::new(1024),
             tape: Some(Tape::null().reset()),
             scratch: Vec::with_capacity(1024 + INPUT_PADDING),
+            text: None,
         }
+    }
+
+    /// Keep each payload's generated text for `text()` (one copy into a reused buffer).
+    pub fn capture_text(&mut self, on: bool) {
+        self.text = on.then(|| Vec::with_capacity(1024));
+    }
+
+    /// The generated text of the last payload; empty unless `capture_text(true)`.
+    pub fn text(&self) -> &[u8] {
+        self.text.as_deref().unwrap_or(&[])
     }
 
     /// One SSE `data:` value (without `data:`). `[DONE]` gives an event with only
     /// `done_marker` set.
     pub fn event(&mut self, payload: &[u8]) -> Result<EventInfo, ExtractError> {
+        if let Some(t) = self.text.as_mut() {
+            // `[DONE]` carries no text: the previous event's must not be handed on again.
+            t.clear();
+        }
         if payload.trim_ascii() == b"[DONE]" {
             return Ok(EventInfo {
                 done_marker: true,
@@ -104,6 +122,9 @@ impl Extractor {
         self.scratch.clear();
         self.scratch.extend_from_slice(json);
         self.scratch.resize(json.len() + INPUT_PADDING, b' ');
+        if let Some(t) = self.text.as_mut() {
+            t.clear();
+        }
         let mut tape: Tape<'_> = self.tape.take().unwrap_or_else(Tape::null).reset();
         let filled = simd_json::fill_tape_padded(
             &mut self.scratch,
@@ -112,7 +133,7 @@ impl Extractor {
             &mut tape,
         );
         let info = match filled {
-            Ok(()) => read_root(tape.as_value()),
+            Ok(()) => read_root(tape.as_value(), self.text.as_mut()),
             Err(_) => Err(ExtractError::BadJson),
         };
         self.tape = Some(tape.reset());
@@ -120,7 +141,7 @@ impl Extractor {
     }
 }
 
-fn read_root(root: Value<'_, '_>) -> Result<EventInfo, ExtractError> {
+fn read_root(root: Value<'_, '_>, text: Option<&mut Vec<u8>>) -> Result<EventInfo, ExtractError> {
     let obj = root.as_object().ok_or(ExtractError::NotObject)?;
     let mut info = EventInfo {
         error: obj.get("error").is_some_and(|e| !e.is_null()),
@@ -134,6 +155,9 @@ fn read_root(root: Value<'_, '_>) -> Result<EventInfo, ExtractError> {
         .and_then(|c| c.as_object());
     if let Some(choice) = choice {
         read_choice(&choice, &mut info);
+        if let Some(out) = text {
+            copy_text(&choice, out);
+        }
     }
     Ok(info)
 }
@@ -154,6 +178,25 @@ fn read_choice(choice: &Object<'_, '_>, info: &mut EventInfo) {
     };
     info.content_bytes = content.saturating_add(text);
     info.reasoning_bytes = reasoning;
+}
+
+/// The choice's generated text, reasoning first, as the fields `read_choice` counts.
+fn copy_text(choice: &Object<'_, '_>, out: &mut Vec<u8>) {
+    let inner = choice
+        .get("delta")
+        .or_else(|| choice.get("message"))
+        .and_then(|d| d.as_object());
+    let mut put = |v: Option<Value<'_, '_>>| {
+        if let Some(s) = v.as_ref().and_then(|v| v.as_str()) {
+            out.extend_from_slice(s.as_bytes());
+        }
+    };
+    if let Some(d) = inner {
+        put(d.get("reasoning"));
+        put(d.get("reasoning_content"));
+        put(d.get("content"));
+    }
+    put(choice.get("text"));
 }
 
 fn read_usage(usage: Object<'_, '_>) -> Usage {
@@ -185,6 +228,23 @@ mod tests {
 
     fn ev(payload: &str) -> EventInfo {
         Extractor::new().event(payload.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn captured_text_is_unescaped_reasoning_then_content() {
+        let mut x = Extractor::new();
+        x.capture_text(true);
+        let e = x
+            .event(br#"{"choices":[{"delta":{"reasoning":"a\n","content":"\u00e9t\u00e9"}}]}"#)
+            .unwrap();
+        assert_eq!(x.text(), "a\nété".as_bytes());
+        assert_eq!(x.text().len() as u32, e.content_bytes + e.reasoning_bytes);
+        x.event(br#"{"choices":[],"usage":{"completion_tokens":3}}"#)
+            .unwrap();
+        assert_eq!(x.text(), b"");
+        let mut off = Extractor::new();
+        off.event(br#"{"choices":[{"text":"hello"}]}"#).unwrap();
+        assert_eq!(off.text(), b"");
     }
 
     #[test]

@@ -37,9 +37,9 @@ fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
     for (name, c) in charts {
         let svg = c.svg().map_err(io::Error::other)?;
         if let Some(svg) = svg {
-            std::fs::write(plots.join(format!("{name}.svg")), &svg)?;
+            crate::outfile::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
             if let Some(png) = c.png().map_err(io::Error::other)? {
-                std::fs::write(plots.join(format!("{name}.png")), png)?;
+                crate::outfile::write_atomic(&plots.join(format!("{name}.png")), &png)?;
             }
             // Drop the XML prolog, if any: the SVG goes inline.
             let at = svg.find("<svg").unwrap_or(0);
@@ -122,7 +122,7 @@ pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
     b.push_str("<h2>Plots</h2>\n");
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    std::fs::write(&path, page("ringbench run", &b))?;
+    crate::outfile::write_atomic(&path, page("ringbench run", &b).as_ref())?;
     Ok(path)
 }
 
@@ -216,7 +216,7 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let _ = writeln!(b, "<p>{}</p>", escape(&focus_note));
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    std::fs::write(&path, page("ringbench sweep", &b))?;
+    crate::outfile::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
     Ok(path)
 }
 

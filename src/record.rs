@@ -86,6 +86,43 @@ pub enum OslSource {
     Events,
 }
 
+/// Which warm-up rules a request fell under; both can hold at once, and `Record::warmup` is
+/// their union.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WarmupBy {
+    /// Among the first `--warmup-requests` arrivals (by id).
+    pub count: bool,
+    /// Due within `--warmup-duration` of the run's start (by intended time).
+    pub duration: bool,
+}
+
+impl WarmupBy {
+    pub fn any(self) -> bool {
+        self.count || self.duration
+    }
+
+    /// The `requests.jsonl` name: `count`, `duration`, `both`, or `None` for a measured one.
+    pub fn name(self) -> Option<&'static str> {
+        match (self.count, self.duration) {
+            (true, true) => Some("both"),
+            (true, false) => Some("count"),
+            (false, true) => Some("duration"),
+            (false, false) => None,
+        }
+    }
+
+    pub fn from_name(name: Option<&str>) -> Option<Self> {
+        let (count, duration) = match name {
+            None => (false, false),
+            Some("both") => (true, true),
+            Some("count") => (true, false),
+            Some("duration") => (false, true),
+            Some(_) => return None,
+        };
+        Some(WarmupBy { count, duration })
+    }
+}
+
 /// One SSE event of a streamed response (or the body of a non-streamed one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct EventStamp {
@@ -104,6 +141,16 @@ pub struct EventStamp {
     /// The event carried non-reasoning output text (`content`, `text`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub output: bool,
+    /// Bytes of `Record::text` this event carried (only when the run has a tokenizer).
+    #[serde(skip)]
+    pub text_bytes: u32,
+    /// Tokens the client tokenizer says this event completed (0 without a tokenizer).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub text_tokens: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl EventStamp {
@@ -149,6 +196,13 @@ pub struct Record {
     pub events_dropped: u32,
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
+    /// Why `warmup` is set (both rules may apply); all false for a measured request.
+    pub warmup_by: WarmupBy,
+    /// The generated text, unescaped, event after event (`EventStamp::text_bytes` each), kept
+    /// only when the run has a tokenizer. The collector counts its tokens and drops it; it
+    /// is never logged.
+    #[serde(skip)]
+    pub text: Vec<u8>,
 }
 
 impl Record {

@@ -80,6 +80,12 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     }
     if c.warmup > 0 {
         row(out, "Warm-up requests (excluded):", c.warmup)?;
+        let w = &c.warmup_by;
+        row(
+            out,
+            "  by count / by duration / both:",
+            format!("{} / {} / {}", w.count, w.duration, w.both),
+        )?;
     }
     row(
         out,

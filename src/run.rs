@@ -482,7 +482,7 @@ fn collect(
         stopper.check(clock.now_ns());
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(mut rec) => {
-                collector.add(&rec);
+                collector.add_from_worker(&mut rec);
                 tally.add(&rec);
                 let mut events = std::mem::take(&mut rec.events);
                 events.clear();

@@ -104,6 +104,21 @@ pub struct Counts {
     /// (the server did not honour `ignore_eos` / `min_tokens`).
     #[serde(default)]
     pub osl_mismatch: u64,
+    /// `warmup` by the rule that excluded each request: `warmup = count + duration − both`.
+    #[serde(default)]
+    pub warmup_by: WarmupCounts,
+}
+
+/// Warm-up records by rule. A request due within `--warmup-duration` that is also among the
+/// first `--warmup-requests` is in `count`, in `duration` and in `both`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WarmupCounts {
+    /// Excluded by `--warmup-requests` (the first N arrivals).
+    pub count: u64,
+    /// Excluded by `--warmup-duration` (due within D of the start).
+    pub duration: u64,
+    /// Excluded by both rules at once.
+    pub both: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

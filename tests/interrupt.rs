@@ -4,7 +4,7 @@
 //! ends the process at once and still leaves only valid files. Runs are serialized.
 
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -55,7 +55,12 @@ fn wait_within(child: &mut Child, limit: Duration) -> i32 {
 
 /// Every line parses as one JSON object; returns them.
 fn jsonl(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+    lines_of(&dir.join("requests.jsonl"))
+}
+
+fn lines_of(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(text.is_empty() || text.ends_with('\n'), "a cut line");
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {e}: {l}")))
         .collect()
@@ -91,6 +96,19 @@ fn sigint_stops_waits_the_grace_cancels_and_writes_an_interrupted_summary() {
     );
     let cancelled = lines.iter().filter(|l| l["outcome"] == "cancelled").count();
     assert_eq!(cancelled as u64, n("cancelled"));
+    // Every file was renamed into place: no temporary name is left, and each parses.
+    assert_eq!(ringbench::outfile::leftovers(&dir), Vec::<PathBuf>::new());
+    for name in ["run.json", "vllm_result.json", "profile_export_aiperf.json"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    lines_of(&dir.join("profile_export.jsonl"));
+    // The interval log is whole; no request finished (2 s each, cut at 1.8 s), so it holds
+    // the header and no interval.
+    let hlog = std::fs::read_to_string(dir.join("e2e.hlog")).unwrap();
+    assert!(hlog.starts_with('#') && hlog.ends_with('\n'), "{hlog}");
+    let intervals = hlog.lines().filter(|l| l.starts_with("Tag=e2e,")).count();
+    assert_eq!(intervals as u64, n("ok").min(1), "{hlog}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -123,8 +141,15 @@ fn a_second_signal_quits_at_once_leaving_valid_files() {
     let t0 = Instant::now();
     assert_eq!(wait_within(&mut child, Duration::from_secs(5)), 130);
     assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
-    // The log was flushed about once a second: it holds the first second's records, whole.
-    let lines = jsonl(&dir);
+    // Killed outright, the log never got its final name; under its temporary name it was
+    // flushed about once a second and holds the first seconds' records, whole.
+    assert!(!dir.join("requests.jsonl").exists());
+    let left = ringbench::outfile::leftovers(&dir);
+    let tmp = left
+        .iter()
+        .find(|p| p.to_string_lossy().contains(".requests.jsonl.tmp."))
+        .unwrap_or_else(|| panic!("no temporary log among {left:?}"));
+    let lines = lines_of(tmp);
     assert!(
         !lines.is_empty(),
         "what was measured before the flush survives"

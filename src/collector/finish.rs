@@ -26,6 +26,11 @@ impl Collector {
     /// taken then.)
     pub fn finish(mut self, _plan: &Plan, mut facts: RunFacts) -> io::Result<Summary> {
         close_log(self.log.take(), self.log_error.take(), &mut facts.warnings);
+        close_hlogs(
+            self.hlog.take(),
+            self.hlog_error.take(),
+            &mut facts.warnings,
+        );
         let host = Host::detect();
         if let Some(dir) = &self.out_dir {
             let sidecar = RunSidecar::new(&facts, &host, &self.settings.config);
@@ -45,7 +50,8 @@ impl Collector {
         let st = &self.settings;
         let mut warnings = facts.warnings.clone();
         let m = &self.m;
-        let counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
+        let mut counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
+        counts.warmup_by = self.warmup_by.clone();
         data_warnings(m, &mut warnings);
         let duration_ns = duration_ns(m);
         let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
@@ -107,8 +113,28 @@ fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut V
     };
     if let Err(e) = closed {
         warnings.push(format!(
-            "{} is incomplete: writing it failed ({e}); the summary's figures are unaffected",
+            "{} is incomplete: writing it failed ({e}); what was written is left under its \
+             temporary name (.{0}.tmp.PID); the summary's figures are unaffected",
             super::jsonl::FILE_NAME
+        ));
+    }
+}
+
+/// The `.hlog` files are a convenience beside the records: a failure is a warning.
+fn close_hlogs(
+    logs: Option<super::hlog::IntervalLogs>,
+    error: Option<io::Error>,
+    warnings: &mut Vec<String>,
+) {
+    let closed = match (logs, error) {
+        (_, Some(e)) => Err(e),
+        (Some(logs), None) => logs.close(),
+        (None, None) => Ok(()),
+    };
+    if let Err(e) = closed {
+        warnings.push(format!(
+            "the .hlog interval logs are incomplete: writing them failed ({e}); \
+             requests.jsonl and the summary are unaffected"
         ));
     }
 }
@@ -148,6 +174,7 @@ fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<St
             .map(|(&(kind, status), &n)| (kind.kind_key(status), n))
             .collect(),
         osl_mismatch: m.osl_mismatch,
+        warmup_by: Default::default(),
     }
 }
 

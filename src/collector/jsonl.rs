@@ -1,5 +1,6 @@
 //! Part of the collector (… → record → **collector** → summary → report): the per-request
-//! log, `DIR/requests.jsonl`. Each line is formatted by hand into one reused buffer and
+//! log, `DIR/requests.jsonl` (written as `DIR/.requests.jsonl.tmp.PID` while the run goes and
+//! renamed when it ends, interrupted or not; see `outfile`). Each line is formatted by hand into one reused buffer and
 //! copied into a 1 MiB `BufWriter`, so a record costs no allocation, the disk sees one write
 //! per thousand-odd lines, and memory stays flat however long the run. It writes what the
 //! record holds and derives nothing: `ringbench report` recomputes every figure from it.
@@ -12,7 +13,7 @@
 //!  "first_output_ns":9000,"last_token_ns":19000,"done_ns":19500,
 //!  "input_tokens":128,"output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
-//!  "reads":4,"bytes":912,"events_dropped":0,
+//!  "reads":4,"bytes":912,"events_dropped":0,"warmup_by":null,
 //!  "events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
 //! ```
 //!
@@ -20,14 +21,18 @@
 //! - `outcome` is `Outcome::name` (`ok`, `not_sent`, `cancelled`, `http_status`, …);
 //!   `status` is the HTTP status (0 when no head arrived).
 //! - `output_source` is `usage`, `tokenizer` or `events`.
+//! - `warmup_by` says which warm-up rule excluded a record: `count` (`--warmup-requests`),
+//!   `duration` (`--warmup-duration`), `both`, or `null` for a measured one.
 //! - `events` are compact arrays `[at_ns, tokens, server_ns_or_null, flags]` in arrival order,
 //!   token-bearing or not; `flags` is a bit set: 1 = carried output text, 2 = carried
-//!   reasoning text. Events sharing `at_ns` were completed by the same read.
+//!   reasoning text. Events sharing `at_ns` were completed by the same read. With
+//!   `--tokenizer`, an event the client tokenizer credited with tokens has a fifth element,
+//!   that count (`[at_ns, tokens, server_ns, flags, text_tokens]`).
 
+use crate::outfile::PendingFile;
 use crate::record::{EventStamp, OslSource, Record};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 
 pub const FILE_NAME: &str = "requests.jsonl";
 
@@ -38,29 +43,27 @@ pub const FLAG_OUTPUT: u8 = 1;
 pub const FLAG_REASONING: u8 = 2;
 
 pub struct RequestLog {
-    path: PathBuf,
-    out: BufWriter<File>,
+    /// Written as `.requests.jsonl.tmp.PID`, renamed to `requests.jsonl` by `close`.
+    out: PendingFile,
     /// One line under construction, reused: once it has grown, a record allocates nothing.
     line: Vec<u8>,
     lines: u64,
 }
 
 impl RequestLog {
-    /// Creates `dir` if needed and truncates `dir/requests.jsonl`.
+    /// Creates `dir` if needed and the log under its temporary name there.
     pub fn create(dir: &Path) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
-        let path = dir.join(FILE_NAME);
-        let file = File::create(&path)?;
         Ok(RequestLog {
-            path,
-            out: BufWriter::with_capacity(BUFFER_BYTES, file),
+            out: PendingFile::create(&dir.join(FILE_NAME), BUFFER_BYTES)?,
             line: Vec::with_capacity(4096),
             lines: 0,
         })
     }
 
+    /// The final path (the file is there once `close` has run).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.out.path()
     }
 
     pub fn lines(&self) -> u64 {
@@ -70,7 +73,7 @@ impl RequestLog {
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
         self.line.clear();
         format_line(&mut self.line, rec);
-        self.out.write_all(&self.line)?;
+        self.out.writer().write_all(&self.line)?;
         self.lines += 1;
         Ok(())
     }
@@ -79,13 +82,12 @@ impl RequestLog {
     /// (a line that does not fit flushes the buffer first), so a process killed after this
     /// leaves a file of complete lines.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.writer().flush()
     }
 
-    /// Flushes the buffer and the file's data to disk.
-    pub fn close(mut self) -> io::Result<()> {
-        self.out.flush()?;
-        self.out.get_ref().sync_data()
+    /// Flushes the buffer and the file's data to disk and renames it to `requests.jsonl`.
+    pub fn close(self) -> io::Result<()> {
+        self.out.commit()
     }
 }
 
@@ -138,6 +140,10 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_u64(buf, "reads", r.reads.into());
     key_u64(buf, "bytes", r.bytes);
     key_u64(buf, "events_dropped", r.events_dropped.into());
+    match r.warmup_by.name() {
+        Some(name) => key_str(buf, "warmup_by", name),
+        None => push(buf, ",\"warmup_by\":null"),
+    }
     push(buf, ",\"events\":[");
     for (i, e) in r.events.iter().enumerate() {
         if i > 0 {
@@ -159,6 +165,10 @@ fn event(buf: &mut Vec<u8>, e: &EventStamp) {
     push_opt(buf, e.server_ns);
     buf.push(b',');
     push_u64(buf, flags.into());
+    if e.text_tokens > 0 {
+        buf.push(b',');
+        push_u64(buf, e.text_tokens.into());
+    }
     buf.push(b']');
 }
 
@@ -235,6 +245,7 @@ mod tests {
                     tokens: 1,
                     output: true,
                     reasoning: true,
+                    ..Default::default()
                 },
                 EventStamp {
                     at_ns: 9_100,

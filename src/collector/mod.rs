@@ -13,7 +13,9 @@
 pub mod definitions;
 mod dist;
 mod finish;
+pub mod hlog;
 pub mod jsonl;
+pub mod osl;
 pub mod replay;
 pub mod series;
 mod settings;
@@ -241,8 +243,14 @@ pub struct Collector {
     log: Option<RequestLog>,
     /// The first error writing the log; the log stops there and the summary says so.
     log_error: Option<io::Error>,
+    /// The `.hlog` interval logs beside `requests.jsonl`, and their first write error.
+    hlog: Option<hlog::IntervalLogs>,
+    hlog_error: Option<io::Error>,
+    /// `--tokenizer`: counts the output text the workers copied (OSL and per-event tokens).
+    output_tokenizer: Option<osl::OutputTokenizer>,
     live: LiveCounts,
     warmup: u64,
+    warmup_by: crate::summary::WarmupCounts,
     m: Measured,
 }
 
@@ -251,6 +259,16 @@ impl Collector {
     pub fn new(plan: &Plan, out_dir: Option<&Path>) -> io::Result<Self> {
         let mut c = Self::from_settings(Settings::from_plan(plan).map_err(io::Error::other)?);
         c.log = out_dir.map(RequestLog::create).transpose()?;
+        c.hlog = out_dir
+            .map(|d| hlog::IntervalLogs::create(d, plan.stream))
+            .transpose()?;
+        c.output_tokenizer = plan
+            .workload
+            .tokenizer
+            .as_deref()
+            .map(osl::OutputTokenizer::load)
+            .transpose()
+            .map_err(io::Error::other)?;
         c.out_dir = out_dir.map(Path::to_path_buf);
         Ok(c)
     }
@@ -264,10 +282,23 @@ impl Collector {
             out_dir: None,
             log: None,
             log_error: None,
+            hlog: None,
+            hlog_error: None,
+            output_tokenizer: None,
             live: LiveCounts::default(),
             warmup: 0,
+            warmup_by: Default::default(),
             m: Measured::default(),
         }
+    }
+
+    /// A record straight from a worker: its output text (if any) is counted by the
+    /// tokenizer first, so the log and every figure see the resolved OSL.
+    pub fn add_from_worker(&mut self, rec: &mut Record) {
+        if let Some(t) = &self.output_tokenizer {
+            t.apply(rec);
+        }
+        self.add(rec);
     }
 
     pub fn add(&mut self, rec: &Record) {
@@ -275,10 +306,18 @@ impl Collector {
         self.live.count(rec);
         if rec.warmup {
             self.warmup += 1;
+            let (by, w) = (rec.warmup_by, &mut self.warmup_by);
+            w.count += u64::from(by.count);
+            w.duration += u64::from(by.duration);
+            w.both += u64::from(by.count && by.duration);
             return;
         }
         self.m
             .add(rec, self.stream, &self.slos, self.settings.output_tokens);
+        if let Some(Err(e)) = self.hlog.as_mut().map(|h| h.add(rec)) {
+            self.hlog_error = Some(e);
+            self.hlog = None;
+        }
     }
 
     pub fn live(&self) -> LiveCounts {
@@ -291,6 +330,10 @@ impl Collector {
         if let Some(Err(e)) = self.log.as_mut().map(|l| l.flush()) {
             self.log_error = Some(e);
             self.log = None;
+        }
+        if let Some(Err(e)) = self.hlog.as_mut().map(|h| h.flush()) {
+            self.hlog_error = Some(e);
+            self.hlog = None;
         }
     }
 

@@ -78,7 +78,49 @@ struct Line {
     reads: u32,
     bytes: u64,
     events_dropped: u32,
-    events: Vec<(u64, u32, Option<u64>, u8)>,
+    events: Vec<EventArray>,
+    /// Absent from logs written before it existed: then `warmup` alone is known.
+    #[serde(default)]
+    warmup_by: Option<String>,
+}
+
+/// `[at_ns, tokens, server_ns, flags]`, or with a fifth element, `text_tokens`.
+struct EventArray {
+    at_ns: u64,
+    tokens: u32,
+    server_ns: Option<u64>,
+    flags: u8,
+    text_tokens: u32,
+}
+
+impl<'de> Deserialize<'de> for EventArray {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EventArray;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("[at_ns, tokens, server_ns, flags] or with text_tokens fifth")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<EventArray, A::Error> {
+                let missing = |i| serde::de::Error::invalid_length(i, &self);
+                let ev = EventArray {
+                    at_ns: a.next_element()?.ok_or_else(|| missing(0))?,
+                    tokens: a.next_element()?.ok_or_else(|| missing(1))?,
+                    server_ns: a.next_element()?.ok_or_else(|| missing(2))?,
+                    flags: a.next_element()?.ok_or_else(|| missing(3))?,
+                    text_tokens: a.next_element()?.unwrap_or(0),
+                };
+                match a.next_element::<serde::de::IgnoredAny>()? {
+                    None => Ok(ev),
+                    Some(_) => Err(serde::de::Error::invalid_length(6, &self)),
+                }
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 /// Fills `rec` from one line of `requests.jsonl` (the inverse of `jsonl::format_line`).
@@ -94,19 +136,19 @@ pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
         "events" => OslSource::Events,
         other => return Err(format!("unknown output_source `{other}`")),
     };
+    let warmup_by = crate::record::WarmupBy::from_name(l.warmup_by.as_deref())
+        .ok_or_else(|| format!("unknown warmup_by `{}`", l.warmup_by.unwrap_or_default()))?;
     let mut events = std::mem::take(&mut rec.events);
     events.clear();
-    events.extend(
-        l.events
-            .iter()
-            .map(|&(at_ns, tokens, server_ns, flags)| EventStamp {
-                at_ns,
-                server_ns,
-                tokens,
-                output: flags & super::jsonl::FLAG_OUTPUT != 0,
-                reasoning: flags & super::jsonl::FLAG_REASONING != 0,
-            }),
-    );
+    events.extend(l.events.iter().map(|e| EventStamp {
+        at_ns: e.at_ns,
+        server_ns: e.server_ns,
+        tokens: e.tokens,
+        output: e.flags & super::jsonl::FLAG_OUTPUT != 0,
+        reasoning: e.flags & super::jsonl::FLAG_REASONING != 0,
+        text_bytes: 0,
+        text_tokens: e.text_tokens,
+    }));
     *rec = Record {
         id: l.id,
         worker: l.worker,
@@ -130,6 +172,8 @@ pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
         bytes: l.bytes,
         events_dropped: l.events_dropped,
         events,
+        warmup_by,
+        text: std::mem::take(&mut rec.text),
     };
     Ok(())
 }

@@ -97,7 +97,7 @@ impl RunSidecar {
 
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        std::fs::write(dir.join(FILE_NAME), text)
+        crate::outfile::write_atomic(&dir.join(FILE_NAME), &text)
     }
 
     pub fn read(dir: &Path) -> io::Result<Self> {

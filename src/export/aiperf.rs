@@ -21,11 +21,12 @@ use super::{write_err, ExportError};
 use crate::collector::definitions::Definitions;
 use crate::collector::replay::read_records;
 use crate::collector::Dist;
+use crate::outfile::PendingFile;
 use crate::record::{Outcome, Record};
 use crate::summary::Summary;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 pub const JSON_FILE: &str = "profile_export_aiperf.json";
@@ -56,7 +57,7 @@ pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), Export
     let agg = aggregate(records, summary)?;
     let path = out.join(JSON_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
-    std::fs::write(&path, text).map_err(write_err(&path))
+    crate::outfile::write_atomic(&path, &text).map_err(write_err(&path))
 }
 
 /// The per-request metrics of one successful request, AIPerf's names and units.
@@ -127,8 +128,8 @@ fn jsonl_line(r: &Record) -> Value {
 
 fn write_jsonl(out: &Path, records: &Path) -> Result<(), ExportError> {
     let path = out.join(JSONL_FILE);
-    let file = std::fs::File::create(&path).map_err(write_err(&path))?;
-    let mut w = BufWriter::new(file);
+    let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
+    let w = file.writer();
     let mut failed: Option<std::io::Error> = None;
     read_records(records, |r| {
         if !counted(r) || failed.is_some() {
@@ -142,7 +143,7 @@ fn write_jsonl(out: &Path, records: &Path) -> Result<(), ExportError> {
     if let Some(e) = failed {
         return Err(write_err(&path)(e));
     }
-    w.flush().map_err(write_err(&path))
+    file.commit().map_err(write_err(&path))
 }
 
 #[derive(Default)]

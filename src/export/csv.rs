@@ -8,7 +8,6 @@
 use super::{write_err, ExportError};
 use crate::summary::Summary;
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
 
 pub const FILE_NAME: &str = "summary.csv";
@@ -28,9 +27,7 @@ const SECTIONS: [&str; 8] = [
 pub fn write(out: &Path, summary: &Summary) -> Result<(), ExportError> {
     let path = out.join(FILE_NAME);
     let text = render(summary);
-    std::fs::File::create(&path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(write_err(&path))
+    crate::outfile::write_atomic(&path, text.as_bytes()).map_err(write_err(&path))
 }
 
 pub fn render(summary: &Summary) -> String {

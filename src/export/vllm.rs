@@ -19,10 +19,11 @@
 use super::{write_err, ExportError};
 use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
 use crate::collector::replay::read_records;
+use crate::outfile::PendingFile;
 use crate::record::{Outcome, Record};
 use crate::summary::{Stats, Summary};
 use serde_json::{json, Map, Value};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 pub const FILE_NAME: &str = "vllm_result.json";
@@ -44,8 +45,8 @@ fn counted(r: &Record) -> bool {
 pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), ExportError> {
     let head = aggregates(records, summary)?;
     let path = out.join(FILE_NAME);
-    let file = std::fs::File::create(&path).map_err(write_err(&path))?;
-    let mut w = BufWriter::new(file);
+    let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
+    let w = file.writer();
     let mut body = serde_json::to_string(&Value::Object(head)).unwrap_or_default();
     body.pop(); // the closing brace: the lists follow
     w.write_all(body.as_bytes()).map_err(write_err(&path))?;
@@ -70,7 +71,7 @@ pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), Export
         w.write_all(b"]").map_err(write_err(&path))?;
     }
     w.write_all(b"}\n").map_err(write_err(&path))?;
-    w.flush().map_err(write_err(&path))
+    file.commit().map_err(write_err(&path))
 }
 
 /// One request's entry in one of the lists (vLLM: 0 / [] / "" for a failed request).

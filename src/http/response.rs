@@ -57,6 +57,9 @@ pub trait ResponseSink {
     /// Once per SSE event with data (streaming, 2xx), or once for a whole non-streamed 2xx
     /// JSON body.
     fn event(&mut self, ev: &EventInfo);
+    /// Right after `event`, the generated text it carried (unescaped), only when
+    /// `ResponseParser::capture_text` is on and the text is not empty.
+    fn text(&mut self, _text: &[u8]) {}
 }
 
 /// Why a response could not be read; `outcome` names the record outcome it ends in.
@@ -201,6 +204,11 @@ impl ResponseParser {
         self.chunked.reset();
         self.sse.reset();
         self.json.clear();
+    }
+
+    /// Hand each event's generated text to the sink (for a client-side token count).
+    pub fn capture_text(&mut self, on: bool) {
+        self.extractor.capture_text(on);
     }
 
     pub fn head_seen(&self) -> bool {
@@ -411,6 +419,9 @@ impl ResponseParser {
                 self.sse.push(piece, |payload| {
                     let ev = extractor.event(payload).map_err(ResponseError::BadEvent)?;
                     sink.event(&ev);
+                    if !extractor.text().is_empty() {
+                        sink.text(extractor.text());
+                    }
                     Ok(())
                 })
             }
@@ -429,6 +440,9 @@ impl ResponseParser {
                 .body(&self.json)
                 .map_err(ResponseError::BadBody)?;
             sink.event(&ev);
+            if !self.extractor.text().is_empty() {
+                sink.text(self.extractor.text());
+            }
         }
         self.phase = Phase::Done;
         self.keep_alive &= clean_end;

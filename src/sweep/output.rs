@@ -12,8 +12,8 @@ use std::path::Path;
 pub fn write_sweep(dir: &Path, s: &Sweep) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_vec_pretty(s).map_err(io::Error::other)?;
-    std::fs::write(dir.join("sweep.json"), json)?;
-    std::fs::write(dir.join("sweep.csv"), sweep_csv(s))
+    crate::outfile::write_atomic(&dir.join("sweep.json"), json.as_ref())?;
+    crate::outfile::write_atomic(&dir.join("sweep.csv"), sweep_csv(s).as_ref())
 }
 
 fn num(v: Option<f64>) -> String {
@@ -93,7 +93,7 @@ fn csv_field(s: &str) -> String {
 pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_vec_pretty(r).map_err(io::Error::other)?;
-    std::fs::write(dir.join("search.json"), json)?;
+    crate::outfile::write_atomic(&dir.join("search.json"), json.as_ref())?;
     let mut csv = String::from("iteration,phase,load,pass_raw,pass_smoothed,bracket_lo,bracket_hi,throughput_requests_per_s,goodput_requests_per_s");
     for b in &r.slos {
         csv.push(',');
@@ -116,5 +116,5 @@ pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
         csv.push_str(&f.join(","));
         csv.push('\n');
     }
-    std::fs::write(dir.join("search.csv"), csv)
+    crate::outfile::write_atomic(&dir.join("search.csv"), csv.as_ref())
 }

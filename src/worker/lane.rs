@@ -389,9 +389,13 @@ struct Conn {
 
 impl Conn {
     fn new(ctx: &Ctx) -> Self {
+        let mut parser = ResponseParser::new(Limits::default());
+        // The collector counts output tokens from the text only when there is a tokenizer;
+        // otherwise the text is never copied.
+        parser.capture_text(ctx.setup.plan.workload.tokenizer.is_some());
         Conn {
             stream: None,
-            parser: ResponseParser::new(Limits::default()),
+            parser,
             buf: Vec::with_capacity(READ_BUF_BYTES),
             cancel_slot: ctx.cancel.slot(),
             opening: None,
@@ -401,10 +405,12 @@ impl Conn {
     async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
         let s = &ctx.setup;
         let entry = s.catalog.get(job.id);
+        let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
         let mut rec = Record {
             id: job.id,
             worker: s.index as u16,
-            warmup: ctx.is_warmup(job.id, job.intended_ns),
+            warmup: warmup_by.any(),
+            warmup_by,
             intended_ns: job.intended_ns,
             input_tokens: entry.input_tokens,
             events: ctx.event_vec(),
@@ -599,6 +605,7 @@ fn clear_response(rec: &mut Record) {
     rec.cached_tokens = None;
     rec.events.clear();
     rec.events_dropped = 0;
+    rec.text.clear();
 }
 
 /// The outcome of a response that ended cleanly by its framing.
@@ -641,6 +648,8 @@ struct RecordSink<'a> {
     origin_mono_ns: u64,
     streaming: bool,
     events: u64,
+    /// The last `event` was stored (its `text` may follow).
+    stored_last: bool,
 }
 
 impl<'a> RecordSink<'a> {
@@ -657,6 +666,7 @@ impl<'a> RecordSink<'a> {
             origin_mono_ns: s.clock.origin_mono_ns(),
             streaming: s.plan.stream,
             events: 0,
+            stored_last: false,
         }
     }
 
@@ -706,6 +716,7 @@ impl ResponseSink for RecordSink<'_> {
                 u.completion_tokens.or(self.rec.usage_completion_tokens);
             self.rec.cached_tokens = u.cached_tokens.or(self.rec.cached_tokens);
         }
+        self.stored_last = false;
         if self.rec.events.len() >= MAX_EVENTS_PER_RECORD {
             self.rec.events_dropped += 1;
             return;
@@ -718,6 +729,19 @@ impl ResponseSink for RecordSink<'_> {
             tokens,
             reasoning: ev.reasoning_bytes > 0,
             output: ev.content_bytes > 0,
+            ..Default::default()
         });
+        self.stored_last = true;
+    }
+
+    /// The text of the event just stored (never of a dropped one, so the offsets line up).
+    fn text(&mut self, text: &[u8]) {
+        if !self.stored_last {
+            return;
+        }
+        self.rec.text.extend_from_slice(text);
+        if let Some(e) = self.rec.events.last_mut() {
+            e.text_bytes = u32::try_from(text.len()).unwrap_or(u32::MAX);
+        }
     }
 }

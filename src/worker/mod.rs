@@ -15,7 +15,7 @@ use crate::catalog::Catalog;
 use crate::clock::RunClock;
 use crate::collector::WorkerStats;
 use crate::plan::{Load, Plan};
-use crate::record::{EventStamp, Record};
+use crate::record::{EventStamp, Record, WarmupBy};
 use crate::schedule::Schedule;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use lane::{Job, Lanes};
@@ -197,18 +197,23 @@ impl Ctx {
         Vec::with_capacity(event_capacity(&self.setup.catalog))
     }
 
-    pub fn is_warmup(&self, id: u64, intended_ns: u64) -> bool {
+    /// Which warm-up rules arrival `id`, due at `intended_ns`, falls under.
+    pub fn warmup_by(&self, id: u64, intended_ns: u64) -> WarmupBy {
         let plan = &self.setup.plan;
-        id < plan.warmup_requests
-            || intended_ns.saturating_sub(self.setup.start_ns) < plan.warmup_duration_ns
+        WarmupBy {
+            count: id < plan.warmup_requests,
+            duration: intended_ns.saturating_sub(self.setup.start_ns) < plan.warmup_duration_ns,
+        }
     }
 
     /// A record for an arrival that will never be sent (the run was stopped).
     pub fn not_sent(&self, id: u64, intended_ns: u64) -> Record {
+        let warmup_by = self.warmup_by(id, intended_ns);
         Record {
             id,
             worker: self.setup.index as u16,
-            warmup: self.is_warmup(id, intended_ns),
+            warmup: warmup_by.any(),
+            warmup_by,
             intended_ns,
             input_tokens: self.setup.catalog.get(id).input_tokens,
             ..Default::default()
