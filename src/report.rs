@@ -94,6 +94,7 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     )?;
     row(out, "Total input tokens:", s.tokens.input_total)?;
     row(out, "Total generated tokens:", s.tokens.output_total)?;
+    prefix_reuse(s, out)?;
     let t = &s.throughput;
     row(out, "Request throughput (req/s):", num(t.requests_per_s, 2))?;
     if t.goodput_requests_per_s.is_some() {
@@ -132,6 +133,23 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The four blocks `vllm bench serve` prints, in its order.
+/// With shared prefixes: the reuse the workload was built for beside what the server says
+/// it served from its cache (`usage.prompt_tokens_details.cached_tokens`).
+fn prefix_reuse(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let Some(p) = s.workload.as_ref().and_then(|w| w.prefix.as_ref()) else {
+        return Ok(());
+    };
+    let observed = match p.observed_cached_rate {
+        Some(r) => format!("{:.1}% ({} reports)", r * 100.0, p.observed_reports),
+        None => "not reported by the server".to_string(),
+    };
+    row(
+        out,
+        "Prefix reuse intended / cached:",
+        format!("{:.1}% / {observed}", p.intended_reuse_rate * 100.0),
+    )
+}
+
 fn latency_sections(s: &Summary) -> [(&'static str, &'static str, &Stats); 4] {
     let l = &s.latency_ms;
     [

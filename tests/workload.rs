@@ -528,3 +528,36 @@ fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--warmup-requests"), "{err}");
 }
+
+#[test]
+fn the_console_puts_observed_prefix_reuse_beside_the_intended() {
+    let _g = lock();
+    let cpus = ringbench::cli::online_cpus();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringbench"))
+        .args([
+            "run",
+            "--quiet",
+            "--prefix-groups",
+            "2",
+            "--prefix-tokens",
+            "16",
+        ])
+        .args([
+            "--request-count",
+            "12",
+            "--concurrency",
+            "2",
+            "--allow-invalid",
+        ])
+        .args(["--cpus", &cpus[0].to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // The built-in simulator reports no cached tokens: the console says so, never 0%.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Prefix reuse intended / cached:"))
+        .unwrap_or_else(|| panic!("no prefix line in:\n{stdout}"));
+    assert!(line.contains("% / not reported by the server"), "{line}");
+}
