@@ -53,12 +53,33 @@ fn assert_stamped(s: &Value, driver: &str) {
         .map(|w| w["reads"].as_u64().unwrap())
         .sum();
     assert!(count > 0, "no stamped read: {d}");
-    assert_eq!(count, reads, "every read with data carries a stamp");
+    // Linux turns software RX stamping on for the stack lazily: the first socket to ask
+    // schedules the switch on a workqueue (net_enable_timestamp), so a segment that arrives
+    // in that window has no stamp. Such a read is counted and warned about, never given a
+    // made-up stamp; seen once in 200 reads at the start of a run.
+    let unstamped = unstamped_reads(s);
+    assert_eq!(count + unstamped, reads, "every read is stamped or counted");
+    assert!(unstamped <= 2, "{unstamped} of {reads} reads unstamped");
     let (min, max) = (d["min"].as_f64().unwrap(), d["max"].as_f64().unwrap());
     assert!(min >= 0.0, "negative kernel → user delay {min} ms");
     assert!(max < 1_000.0, "kernel → user delay {max} ms");
     assert!(d["p50"].as_f64().unwrap() <= max);
     assert!(o["kernel_rx_delay_null_reason"].is_null());
+}
+
+/// The count in the "N reads carried no kernel receive stamp" warning, or 0.
+fn unstamped_reads(s: &Value) -> u64 {
+    s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .find_map(|w| {
+            w.strip_suffix(
+                "reads carried no kernel receive stamp; kernel_rx_delay_ms leaves them out",
+            )
+        })
+        .map_or(0, |n| n.trim().parse().unwrap())
 }
 
 #[test]
