@@ -200,17 +200,28 @@ mod tests {
         let mut buf = Vec::with_capacity(64);
         let err = recv(rx.as_raw_fd(), &mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
-        tx.write_all(b"hello").unwrap();
         let offset = realtime_offset_ns();
-        let (n, stamp) = loop {
-            match recv(rx.as_raw_fd(), &mut buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                r => break r.unwrap(),
+        // Linux switches RX stamping on lazily (a workqueue), so the first segments after the
+        // first socket asks may come unstamped: retry until one is stamped.
+        let mut stamped = None;
+        for _ in 0..200 {
+            buf.clear();
+            tx.write_all(b"hello").unwrap();
+            let (n, stamp) = loop {
+                match recv(rx.as_raw_fd(), &mut buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                    r => break r.unwrap(),
+                }
+            };
+            assert_eq!((n, &buf[..]), (5, &b"hello"[..]));
+            if stamp.is_some() {
+                stamped = stamp;
+                break;
             }
-        };
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let user_mono = crate::clock::mono_ns() as i64;
-        assert_eq!((n, &buf[..]), (5, &b"hello"[..]));
-        let kernel_mono = stamp.expect("loopback gives software RX stamps") as i64 - offset;
+        let kernel_mono = stamped.expect("loopback gives software RX stamps") as i64 - offset;
         let delay = user_mono - kernel_mono;
         assert!(
             (0..1_000_000_000).contains(&delay),
