@@ -303,6 +303,28 @@ pub struct RunArgs {
     /// stamps (SO_TIMESTAMPING; plain http:// only). Costs a syscall per read.
     #[arg(long)]
     pub rx_timestamps: bool,
+    /// Spin (through the event loop, which keeps serving reads) for this long before each
+    /// send instead of sleeping to it: `auto` learns it from the timer's lateness; 0 never
+    /// spins (less CPU, later sends).
+    #[arg(long, value_name = "auto|US", default_value = "auto", value_parser = parse_spin_us)]
+    pub pacer_spin_us: SpinUs,
+}
+
+/// `--pacer-spin-us`: `None` is auto; otherwise ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpinUs(pub Option<u64>);
+
+fn parse_spin_us(s: &str) -> Result<SpinUs, String> {
+    if s == "auto" {
+        return Ok(SpinUs(None));
+    }
+    let max_us = crate::worker::MAX_SPIN_NS / 1000;
+    match s.parse::<u64>() {
+        Ok(us) if us <= max_us => Ok(SpinUs(Some(us * 1000))),
+        _ => Err(format!(
+            "`{s}` is not `auto` or a whole number of microseconds from 0 to {max_us}"
+        )),
+    }
 }
 
 /// What a trace decides itself (times, count, lengths, prompts): flags that would too.
@@ -826,6 +848,7 @@ impl RunArgs {
             insecure: self.insecure,
             workload: crate::workload_args::workload_of(self)?,
             rx_timestamps: self.rx_timestamps,
+            pacer_spin_ns: self.pacer_spin_us.0,
         })
     }
 }
@@ -844,6 +867,23 @@ pub(crate) mod tests {
             panic!("not run")
         };
         run.to_plan().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn pacer_spin_is_auto_by_default_and_bounded() {
+        assert_eq!(plan(&[]).unwrap().pacer_spin_ns, None);
+        assert_eq!(
+            plan(&["--pacer-spin-us", "40"]).unwrap().pacer_spin_ns,
+            Some(40_000)
+        );
+        assert_eq!(
+            plan(&["--pacer-spin-us", "0"]).unwrap().pacer_spin_ns,
+            Some(0)
+        );
+        for bad in ["201", "-1", "1.5", "fast"] {
+            let e = plan(&[&format!("--pacer-spin-us={bad}")]).unwrap_err();
+            assert!(e.contains("--pacer-spin-us"), "{bad}: {e}");
+        }
     }
 
     #[test]

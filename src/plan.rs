@@ -160,6 +160,10 @@ pub struct Plan {
     pub workload: crate::workload::WorkloadSpec,
     /// Kernel software receive stamps on every plain connection (`--rx-timestamps`).
     pub rx_timestamps: bool,
+    /// How long before each send the pacer spins instead of sleeping, ns; `None` learns it
+    /// from the timer's lateness (`--pacer-spin-us`, default auto).
+    #[serde(default)]
+    pub pacer_spin_ns: Option<u64>,
 }
 
 /// Header names whose values must never reach any output.
@@ -248,6 +252,7 @@ impl Plan {
             insecure: false,
             workload: crate::workload::WorkloadSpec::default(),
             rx_timestamps: false,
+            pacer_spin_ns: None,
         }
     }
 

@@ -269,6 +269,11 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     row(out, "Worker CPU (%):", cpu)?;
     row(
         out,
+        "Pacer spin (% of wall, max):",
+        num(o.pacer_spin_percent_max, 1),
+    )?;
+    row(
+        out,
         "CPU per request (us):",
         num(o.cpu_ns_per_request.map(|n| n / 1e3), 2),
     )?;

@@ -287,6 +287,9 @@ pub struct Overhead {
     pub worker_cpu_percent: Option<f64>,
     /// The busiest worker's CPU / wall, in percent.
     pub worker_cpu_percent_max: Option<f64>,
+    /// Highest share of a worker's wall time spent spinning before sends (see `workers`).
+    #[serde(default)]
+    pub pacer_spin_percent_max: Option<f64>,
     pub cpu_ns_per_request: Option<f64>,
     pub cpu_ns_per_event: Option<f64>,
     pub events_per_read_mean: Option<f64>,
@@ -322,6 +325,13 @@ pub struct WorkerOverhead {
     pub connections_opened: u64,
     pub reconnects: u64,
     pub channel_full: u64,
+    /// Share of the worker's wall time its pacer spent spinning before sends (the spin
+    /// keeps serving reads, so this bounds, not equals, the CPU the spin cost).
+    #[serde(default)]
+    pub pacer_spin_percent: Option<f64>,
+    /// The spin budget at the end of the run, µs (learned under `--pacer-spin-us auto`).
+    #[serde(default)]
+    pub pacer_spin_budget_us: Option<f64>,
 }
 
 impl Summary {

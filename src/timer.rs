@@ -11,13 +11,26 @@
 //! The timerfd is wrapped in monoio's `TcpStream` only to borrow its readiness machinery:
 //! `readable()` is the one method ever called on it; reads go through `libc::read`.
 
+use std::cell::Cell;
+use std::future::poll_fn;
 use std::io;
 use std::os::fd::{FromRawFd, RawFd};
+use std::rc::Rc;
+use std::task::{Poll, Waker};
 
 /// One thread's precise timer. Not `Send`: it belongs to the runtime that created it.
 pub struct PreciseTimer {
     fd: RawFd,
     ready: monoio::net::TcpStream,
+    /// How `pass` goes through the driver (see there).
+    passer: Passer,
+}
+
+enum Passer {
+    /// io_uring: an eventfd that is always readable, whose PollAdd completes at once.
+    Ring(monoio::net::TcpStream),
+    /// epoll: a task that wakes the passing task from outside its poll.
+    Bounce(Bouncer),
 }
 
 /// Lowers the calling thread's timer slack (default 50 µs) so wake-ups are not batched.
@@ -63,7 +76,29 @@ impl PreciseTimer {
         // carries it into monoio, which registers it for readiness and closes it on drop.
         let std_stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
         let ready = monoio::net::TcpStream::from_std(std_stream)?;
-        Ok(PreciseTimer { fd, ready })
+        let passer = match crate::worker::current_driver() {
+            Some(crate::worker::DriverUsed::IoUring) => Passer::Ring(always_readable()?),
+            _ => Passer::Bounce(Bouncer::start()),
+        };
+        Ok(PreciseTimer { fd, ready, passer })
+    }
+
+    /// One trip through the runtime's driver without sleeping: completions that are ready
+    /// now are processed (their tasks run) before this returns. A spin made of these passes
+    /// keeps the I/O moving, where a spin of task yields would not: monoio's between-tasks
+    /// submit on io_uring enters the kernel without GETEVENTS, so with DEFER_TASKRUN no
+    /// completion would arrive until the spin ended. A PollAdd on an always-readable fd
+    /// makes the runtime park (GETEVENTS: deferred work runs) and return at once. On epoll
+    /// the between-tasks submit is a zero-timeout `epoll_wait`, so going to the back of the
+    /// run queue is enough, but a plain yield would not get there: monoio puts a task that
+    /// woke itself at the front. Another task (the bouncer) wakes it instead.
+    pub async fn pass(&self) {
+        match &self.passer {
+            Passer::Ring(fd) => {
+                let _ = fd.readable(false).await;
+            }
+            Passer::Bounce(b) => b.bounce().await,
+        }
     }
 
     /// Waits until `CLOCK_MONOTONIC` reaches `deadline_mono_ns` (at once if it has).
@@ -102,6 +137,75 @@ impl PreciseTimer {
     }
 }
 
+/// An eventfd holding 1, never read: readable forever.
+fn always_readable() -> io::Result<monoio::net::TcpStream> {
+    // SAFETY: plain syscall; the returned fd is checked and then owned by the stream.
+    let fd = unsafe { libc::eventfd(1, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is fresh and owned by nothing else; monoio closes it on drop.
+    let std_stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    monoio::net::TcpStream::from_std(std_stream)
+}
+
+/// A task whose one job is to wake, from its own poll, whoever handed it a waker: that
+/// task is then scheduled behind everything already queued.
+struct Bouncer {
+    slots: Rc<BounceSlots>,
+}
+
+#[derive(Default)]
+struct BounceSlots {
+    /// The task to wake, and the bouncer's own waker.
+    asked: Cell<Option<Waker>>,
+    bouncer: Cell<Option<Waker>>,
+    closed: Cell<bool>,
+}
+
+impl Bouncer {
+    fn start() -> Self {
+        let slots = Rc::new(BounceSlots::default());
+        let s = slots.clone();
+        monoio::spawn(poll_fn(move |cx| {
+            if let Some(w) = s.asked.take() {
+                w.wake();
+            }
+            if s.closed.get() {
+                return Poll::Ready(());
+            }
+            s.bouncer.set(Some(cx.waker().clone()));
+            Poll::Pending
+        }));
+        Bouncer { slots }
+    }
+
+    async fn bounce(&self) {
+        let mut asked = false;
+        poll_fn(|cx| {
+            if asked {
+                return Poll::Ready(());
+            }
+            asked = true;
+            self.slots.asked.set(Some(cx.waker().clone()));
+            if let Some(b) = self.slots.bouncer.take() {
+                b.wake();
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        self.slots.closed.set(true);
+        if let Some(b) = self.slots.bouncer.take() {
+            b.wake();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +236,42 @@ mod tests {
                 lates[lates.len() / 2] < 700,
                 "{driver:?}: median {} us late",
                 lates[25]
+            );
+        }
+    }
+
+    /// A spin of passes must keep other I/O moving: a loopback exchange started by another
+    /// task completes while this task does nothing but pass.
+    #[test]
+    fn a_spin_of_passes_lets_other_io_complete() {
+        for driver in [crate::plan::IoDriver::Auto, crate::plan::IoDriver::Epoll] {
+            let (_, (passes, done)) = crate::worker::block_on_driver(driver, || async {
+                let t = PreciseTimer::new().expect("timerfd");
+                let listener = monoio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let done = Rc::new(Cell::new(false));
+                let flag = done.clone();
+                monoio::spawn(async move {
+                    use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+                    let mut c = monoio::net::TcpStream::connect(addr).await.unwrap();
+                    let (mut s, _) = listener.accept().await.unwrap();
+                    let (r, _) = c.write_all(b"ping".to_vec()).await;
+                    r.unwrap();
+                    let (r, buf) = s.read(Vec::with_capacity(16)).await;
+                    assert_eq!(&buf[..r.unwrap()], b"ping");
+                    flag.set(true);
+                });
+                let deadline = mono_ns() + 2_000_000_000;
+                let mut passes = 0u64;
+                while !done.get() && mono_ns() < deadline {
+                    t.pass().await;
+                    passes += 1;
+                }
+                (passes, done.get())
+            });
+            assert!(
+                done,
+                "{driver:?}: the exchange starved during {passes} passes"
             );
         }
     }

@@ -295,6 +295,7 @@ fn overhead(
         loop_lag_ms,
         worker_cpu_percent: ratio(cpu_ns, sum(|w| w.wall_ns)).map(|r| r * 100.0),
         worker_cpu_percent_max: ws.iter().filter_map(cpu_percent).reduce(f64::max),
+        pacer_spin_percent_max: ws.iter().filter_map(spin_percent).reduce(f64::max),
         cpu_ns_per_request: ratio(cpu_ns, sum(|w| w.requests)),
         cpu_ns_per_event: ratio(cpu_ns, sum(|w| w.events)),
         events_per_read_mean: ratio(sum(|w| w.events), sum(|w| w.reads)),
@@ -365,7 +366,13 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
         connections_opened: w.connections_opened,
         reconnects: w.reconnects,
         channel_full: w.channel_full,
+        pacer_spin_percent: spin_percent(w),
+        pacer_spin_budget_us: (w.wall_ns > 0).then(|| w.pacer_spin_budget_ns as f64 / 1e3),
     }
+}
+
+fn spin_percent(w: &WorkerStats) -> Option<f64> {
+    ratio(w.pacer_spun_ns, w.wall_ns).map(|r| r * 100.0)
 }
 
 /// Why the client's own overhead makes the run's figures untrustworthy; empty means valid.

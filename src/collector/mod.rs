@@ -55,6 +55,11 @@ pub struct WorkerStats {
     pub channel_full: u64,
     /// Kernel receive stamp → the worker's stamp of the same read (`--rx-timestamps`).
     pub kernel_rx: KernelRx,
+    /// Wall time the pacer spent spinning before sends (see `worker::spin`), the driver
+    /// passes that took, and the spin budget at the end, ns.
+    pub pacer_spun_ns: u64,
+    pub pacer_passes: u64,
+    pub pacer_spin_budget_ns: u64,
 }
 
 /// One worker's kernel → user delays: one sample per read that carried a kernel receive
@@ -100,6 +105,9 @@ impl WorkerStats {
             reconnects: 0,
             channel_full: 0,
             kernel_rx: KernelRx::default(),
+            pacer_spun_ns: 0,
+            pacer_passes: 0,
+            pacer_spin_budget_ns: 0,
         }
     }
 }

@@ -61,6 +61,12 @@ pub struct WorkerDoc {
     pub kernel_rx_negative: u64,
     #[serde(default)]
     pub kernel_rx_unavailable: Option<String>,
+    #[serde(default)]
+    pub pacer_spun_ns: u64,
+    #[serde(default)]
+    pub pacer_passes: u64,
+    #[serde(default)]
+    pub pacer_spin_budget_ns: u64,
 }
 
 impl RunSidecar {
@@ -125,6 +131,9 @@ impl WorkerDoc {
             kernel_rx_unstamped: w.kernel_rx.unstamped,
             kernel_rx_negative: w.kernel_rx.negative,
             kernel_rx_unavailable: w.kernel_rx.unavailable.clone(),
+            pacer_spun_ns: w.pacer_spun_ns,
+            pacer_passes: w.pacer_passes,
+            pacer_spin_budget_ns: w.pacer_spin_budget_ns,
         }
     }
 
@@ -148,6 +157,9 @@ impl WorkerDoc {
                 negative: self.kernel_rx_negative,
                 unavailable: self.kernel_rx_unavailable.clone(),
             },
+            pacer_spun_ns: self.pacer_spun_ns,
+            pacer_passes: self.pacer_passes,
+            pacer_spin_budget_ns: self.pacer_spin_budget_ns,
         }
     }
 }

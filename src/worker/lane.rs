@@ -75,6 +75,8 @@ pub struct Lane {
     job: Cell<Option<Job>>,
     closed: Cell<bool>,
     waker: Cell<Option<Waker>>,
+    /// The dispatcher, waiting for the lane to take its job (`taken`).
+    dispatcher: Cell<Option<Waker>>,
 }
 
 impl Lane {
@@ -92,9 +94,25 @@ impl Lane {
         }
     }
 
+    /// Ready once the lane's task has taken the dispatched job (and, in the same poll, sent
+    /// it when its connection is open).
+    pub async fn taken(&self) {
+        poll_fn(|cx| {
+            if self.job.get().is_none() {
+                return Poll::Ready(());
+            }
+            self.dispatcher.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+
     async fn next_job(&self) -> Option<Job> {
         poll_fn(|cx| {
             if let Some(job) = self.job.take() {
+                if let Some(w) = self.dispatcher.take() {
+                    w.wake();
+                }
                 return Poll::Ready(Some(job));
             }
             if self.closed.get() {

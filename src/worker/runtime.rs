@@ -21,6 +21,16 @@ impl DriverUsed {
     }
 }
 
+thread_local! {
+    /// The driver of the runtime this thread is running, set by `block_on`.
+    static CURRENT: std::cell::Cell<Option<DriverUsed>> = const { std::cell::Cell::new(None) };
+}
+
+/// The driver of the runtime running on this thread (`None` outside `block_on`).
+pub fn current() -> Option<DriverUsed> {
+    CURRENT.with(|c| c.get())
+}
+
 /// Ring entries: enough submissions for thousands of in-flight reads per worker.
 const RING_ENTRIES: u32 = 4096;
 
@@ -45,7 +55,10 @@ where
             .enable_timer()
             .build();
         match rt {
-            Ok(mut rt) => return (DriverUsed::IoUring, rt.block_on(make())),
+            Ok(mut rt) => {
+                CURRENT.with(|c| c.set(Some(DriverUsed::IoUring)));
+                return (DriverUsed::IoUring, rt.block_on(make()));
+            }
             Err(e) if driver == IoDriver::Uring => {
                 panic!("--io-driver uring: io_uring setup refused by the kernel: {e}")
             }
@@ -56,6 +69,7 @@ where
         .enable_timer()
         .build()
         .expect("an epoll runtime can always be built");
+    CURRENT.with(|c| c.set(Some(DriverUsed::Epoll)));
     (DriverUsed::Epoll, rt.block_on(make()))
 }
 
