@@ -436,8 +436,9 @@ fn print_invalid(loads: &[f64], allowed: bool) {
         errln!("warning: invalid (client overhead) at loads {loads:?}; counted anyway (--allow-invalid)");
     } else {
         errln!(
-            "invalid (client overhead) at loads {loads:?}: those points count as failing and \
-             are left out of the knee; exit 4 (--allow-invalid counts them)"
+            "invalid (client overhead) at loads {loads:?}: they do not pass and decide \
+             nothing (sweep: left out of the knee and the crossing; search: counted as \
+             failing); exit 4 (--allow-invalid counts them)"
         );
     }
 }

@@ -52,8 +52,9 @@ pub struct PointSpec {
     /// The base run already had a warm-up of its own; otherwise each point gets one.
     pub warmup_given: bool,
     /// `--allow-invalid`: a run the client's own overhead made invalid still counts (its
-    /// SLO verdict, its place on the curve). Without it such a point never passes and is
-    /// left out of the knee, and the sweep or search exits 4.
+    /// SLO verdict, its place on the curve). Without it such a point never passes, is left
+    /// out of the knee and the crossing (a search counts it as failing), and the sweep or
+    /// search exits 4.
     pub allow_invalid: bool,
 }
 
@@ -421,7 +422,8 @@ pub fn sweep_with(
 
 /// The curve's analysis from finished points (already in load order). Points that do not
 /// count (interrupted; invalid without `--allow-invalid`) stay in the sweep, marked, but
-/// take no part in the knee or the crossing.
+/// take no part in the knee or the crossing: their figures are unknown, not a failure, so
+/// a load the client could not measure cleanly neither passes nor ends the passing run.
 pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
     let curve: Vec<analysis::CurvePoint> = points
         .iter()
@@ -456,8 +458,18 @@ pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
         }
         warnings.push(why);
     }
-    let counted: Vec<&Point> = points.iter().filter(|p| !p.interrupted).collect();
-    let (highest_pass, slo_crossing, crossing_note) = crossing(&spec.slos, &counted);
+    let counted: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.counts(spec.allow_invalid))
+        .collect();
+    let (highest_pass, slo_crossing, mut crossing_note) = crossing(&spec.slos, &counted);
+    let uncounted = points.len() - counted.len();
+    if uncounted > 0 && !spec.slos.is_empty() {
+        let n = crossing_note.get_or_insert_with(String::new);
+        n.push_str(&format!(
+            "; {uncounted} point(s) interrupted or invalid (the client's own overhead) left out"
+        ));
+    }
     warnings.extend(points.iter().filter(|p| p.interrupted).map(|p| {
         format!(
             "load {}: interrupted; its figures cover part of the run and decide nothing",
@@ -496,6 +508,9 @@ fn crossing(slos: &[SloBound], points: &[&Point]) -> (Option<f64>, Option<f64>, 
     if slos.is_empty() {
         return (None, None, Some("no --slo given".into()));
     }
+    if points.is_empty() {
+        return (None, None, Some("no point counts".into()));
+    }
     let Some(fail) = points.iter().position(|p| !p.pass) else {
         let top = points.last().map(|p| p.load);
         return (
@@ -505,23 +520,9 @@ fn crossing(slos: &[SloBound], points: &[&Point]) -> (Option<f64>, Option<f64>, 
         );
     };
     if fail == 0 {
-        let why = match points[0].valid {
-            true => "the lowest load already fails",
-            false => {
-                "the lowest load was invalid (the client's own overhead; --allow-invalid counts it)"
-            }
-        };
-        return (None, None, Some(why.into()));
+        return (None, None, Some("the lowest load already fails".into()));
     }
     let (a, b) = (points[fail - 1], points[fail]);
-    if !b.valid && b.slos.iter().all(|c| c.pass) {
-        let note = format!(
-            "the point at {} met the SLOs but was invalid (the client's own overhead; \
-             --allow-invalid counts it): the crossing is not above the last valid pass {}",
-            b.load, a.load
-        );
-        return (Some(a.load), Some(a.load), Some(note));
-    }
     let mut best: Option<(f64, &str)> = None;
     for (i, s) in slos.iter().enumerate() {
         let (Some(v0), Some(v1)) = (a.slo_value(i), b.slo_value(i)) else {
