@@ -223,6 +223,10 @@ fn sweep_knee_matches_the_load_model() {
         "latency is a straight line in c; a latency knee at {:?} is noise",
         a.latency_knee.knee
     );
+    // The plots mark the same knee, on throughput and on e2e.
+    let marked = |c: ringbench::plot::Chart| c.vlines.iter().any(|v| v.1 == knee.load);
+    assert!(marked(ringbench::plot::throughput_chart(&s)));
+    assert!(marked(ringbench::plot::latency_chart(&s, "e2e")));
 }
 
 /// The open-loop knee against the load model. TTFT 5 ms + 1 ms per other request in flight,
