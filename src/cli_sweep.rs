@@ -157,6 +157,7 @@ fn point_spec(run: &RunArgs, axis: Axis, c: &CommonOwn) -> Result<PointSpec, Usa
         repeats: c.repeats,
         slos: slos_of(c)?,
         warmup_given: run.warmup_requests > 0 || run.warmup_duration.is_some(),
+        allow_invalid: run.allow_invalid,
     })
 }
 
@@ -231,6 +232,7 @@ impl SearchArgs {
             tolerance: self.tolerance,
             max_iterations: self.max_iterations,
             slos,
+            allow_invalid: self.run.allow_invalid,
         };
         Ok((base_plan(&self.run)?, point_spec(&self.run, axis, c)?, spec))
     }

@@ -240,9 +240,10 @@ fn analysis_html(s: &Sweep) -> String {
         Some(k) => {
             let _ = writeln!(
                 b,
-                "<li><b>Knee</b>: load {} ({:.2} req/s), by {}</li>",
+                "<li><b>Knee</b>: load {} ({:.2} req/s, e2e p50 {} ms), by {}</li>",
                 k.load,
                 k.throughput,
+                num(k.latency_ms),
                 escape(&k.method)
             );
         }
@@ -253,6 +254,32 @@ fn analysis_html(s: &Sweep) -> String {
                 escape(a.knee_note.as_deref().unwrap_or(""))
             );
         }
+    }
+    let part = |p: &crate::sweep::analysis::KneePart| match &p.knee {
+        Some(k) => format!("load {}", k.load),
+        None => format!("none — {}", escape(p.note.as_deref().unwrap_or(""))),
+    };
+    let _ = writeln!(
+        b,
+        "<li>Throughput knee (vs load): {} · latency knee (e2e p50 vs load): {}</li>",
+        part(&a.throughput_knee),
+        part(&a.latency_knee)
+    );
+    if s.interrupted {
+        b.push_str("<li><b>Interrupted</b>: the sweep was stopped by a signal; the last point is partial and decides nothing</li>\n");
+    }
+    let invalid: Vec<String> = s
+        .points
+        .iter()
+        .filter(|p| !p.valid)
+        .map(|p| p.load.to_string())
+        .collect();
+    if !invalid.is_empty() {
+        let _ = writeln!(
+            b,
+            "<li><b>Invalid</b> (the client's own overhead) at loads {}</li>",
+            invalid.join(", ")
+        );
     }
     if !s.slos.is_empty() {
         let _ = writeln!(

@@ -1,6 +1,7 @@
 //! The `ringbench` binary: a thin edge over the library. It parses flags, runs, prints, and
 //! maps results to exit codes (0 ran and valid, 1 error, 2 bad usage, 3 SLO gate failed,
-//! 4 the client's own overhead made the run invalid). `anyhow` lives only here.
+//! 4 the client's own overhead made the run invalid, 130 stopped by a signal). `anyhow` lives
+//! only here.
 
 use clap::Parser;
 use ringbench::cli::{CalibrateArgs, Cli, Command, ReportArgs, RunArgs, SimArgs};
@@ -308,10 +309,12 @@ fn print_point(p: &Point) {
             )
         })
         .collect();
-    let verdict = match (p.slos.is_empty(), p.pass) {
-        (true, _) => "",
-        (false, true) => "PASS",
-        (false, false) => "FAIL",
+    let verdict = match (p.interrupted, p.valid, p.slos.is_empty(), p.pass) {
+        (true, ..) => "INTERRUPTED",
+        (_, false, _, false) => "INVALID",
+        (_, _, true, _) => "",
+        (_, _, false, true) => "PASS",
+        (_, _, false, false) => "FAIL",
     };
     outln!(
         "load {:>8}  {verdict:4}  {} req/s{spread}  goodput {}  achieved conc {} rate {}  {}",
@@ -331,13 +334,23 @@ fn print_analysis(s: &Sweep) {
     let a = &s.analysis;
     match &a.knee {
         Some(k) => outln!(
-            "knee: load {} at {:.2} req/s — {}",
+            "knee: load {} at {:.2} req/s, e2e p50 {} ms — {}",
             k.load,
             k.throughput,
+            fmt_opt(k.latency_ms),
             k.method
         ),
         None => outln!("knee: none ({})", a.knee_note.as_deref().unwrap_or("")),
     }
+    let part = |p: &ringbench::sweep::analysis::KneePart| match &p.knee {
+        Some(k) => format!("load {}", k.load),
+        None => format!("none ({})", p.note.as_deref().unwrap_or("")),
+    };
+    outln!(
+        "  throughput knee: {}; latency knee: {}",
+        part(&a.throughput_knee),
+        part(&a.latency_knee)
+    );
     if !s.slos.is_empty() {
         outln!(
             "highest passing load: {}; SLO crossing: {} ({})",
@@ -361,10 +374,24 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     );
     let cooldown = std::time::Duration::from_nanos(args.own.common.cooldown);
     let out = plan.out_dir.clone();
-    let result = ringbench::sweep::sweep(&plan, &spec, &loads, cooldown, out.as_deref(), |p| {
-        print_point(p)
-    })?;
+    signals::install();
+    let result = ringbench::sweep::sweep_with(
+        &plan,
+        &spec,
+        &loads,
+        cooldown,
+        out.as_deref(),
+        &signals::INTERRUPTED,
+        print_point,
+    )?;
     print_analysis(&result);
+    let invalid: Vec<f64> = result
+        .points
+        .iter()
+        .filter(|p| !p.valid)
+        .map(|p| p.load)
+        .collect();
+    print_invalid(&invalid, spec.allow_invalid);
     if let Some(dir) = &out {
         ringbench::sweep::output::write_sweep(dir, &result)?;
         let html = ringbench::html::write_sweep_report(dir, &result)?;
@@ -374,17 +401,45 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
             html.display()
         );
     }
-    Ok(ExitCode::from(sweep_exit_code(&result)))
+    let no_pass = !result.slos.is_empty() && !result.points.iter().any(|p| p.pass);
+    Ok(ExitCode::from(gate_exit_code(
+        result.interrupted,
+        !invalid.is_empty() && !spec.allow_invalid,
+        no_pass,
+    )))
 }
 
-/// The sweep's SLO gate: 3 when SLOs were given and no point met them all (the server holds
-/// none of the loads asked for); 0 otherwise. A sweep is meant to cross its SLOs, so
-/// failing points above a passing one are its answer, not a failure.
-fn sweep_exit_code(s: &Sweep) -> u8 {
-    if !s.slos.is_empty() && !s.points.iter().any(|p| p.pass) {
+/// The exit code of a sweep or search that finished, in `run`'s precedence: 130 when a
+/// signal stopped it; 4 when a point's run was invalid (the client's own overhead) and
+/// `--allow-invalid` was not given — before 3, since an invalid point never passes, so its
+/// SLO verdict may be the client's doing; 3 when the SLO gate failed (sweep: SLOs given and
+/// no point met them all, failing points above a passing one being its answer; search: not
+/// even the lowest load passes); else 0.
+fn gate_exit_code(interrupted: bool, invalid: bool, gate_failed: bool) -> u8 {
+    if interrupted {
+        signals::EXIT_INTERRUPTED
+    } else if invalid {
+        4
+    } else if gate_failed {
         3
     } else {
         0
+    }
+}
+
+/// Names the loads whose runs were invalid (each point's reasons were printed with it).
+fn print_invalid(loads: &[f64], allowed: bool) {
+    if loads.is_empty() {
+        return;
+    }
+    if allowed {
+        errln!("warning: invalid (client overhead) at loads {loads:?}; counted anyway (--allow-invalid)");
+    } else {
+        errln!(
+            "invalid (client overhead) at loads {loads:?}: they do not pass and decide \
+             nothing (sweep: left out of the knee and the crossing; search: counted as \
+             failing); exit 4 (--allow-invalid counts them)"
+        );
     }
 }
 
@@ -440,11 +495,15 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let out = plan.out_dir.clone();
     let cooldown = std::time::Duration::from_nanos(args.common.cooldown);
     let mut first = true;
+    signals::install();
+    let stop = &signals::INTERRUPTED;
+    // A signal during the cooldown reaches the next probe's run at its start: it stops at
+    // once and the probe comes back interrupted, which ends the search.
     let measure = |load: f64| {
         if !std::mem::take(&mut first) {
-            std::thread::sleep(cooldown);
+            ringbench::sweep::cooldown(cooldown, stop);
         }
-        ringbench::sweep::measure(&plan, &point_spec, out.as_deref(), load)
+        ringbench::sweep::measure_with(&plan, &point_spec, out.as_deref(), load, stop)
     };
     let result = ringbench::sweep::search::search(&spec, measure, |p| {
         outln!(
@@ -462,6 +521,16 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             p.bracket.0.map_or("-".into(), |x| x.to_string()),
             p.bracket.1.map_or("-".into(), |x| x.to_string()),
         );
+        if p.interrupted {
+            outln!("probe {:>2} interrupted: it decides nothing", p.iteration);
+        }
+        for why in &p.invalid_reasons {
+            errln!(
+                "warning: probe {} load {} invalid: {why}",
+                p.iteration,
+                p.load
+            );
+        }
         let _ = out::Stdout.flush();
     })?;
     outln!(
@@ -480,11 +549,20 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         ringbench::sweep::output::write_search(dir, &result)?;
         outln!("history written to {}", dir.join("search.json").display());
     }
-    Ok(if result.answer.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
+    let mut invalid: Vec<f64> = result
+        .probes
+        .iter()
+        .filter(|p| !p.valid)
+        .map(|p| p.load)
+        .collect();
+    invalid.sort_by(f64::total_cmp);
+    invalid.dedup();
+    print_invalid(&invalid, spec.allow_invalid);
+    Ok(ExitCode::from(gate_exit_code(
+        result.interrupted,
+        !invalid.is_empty() && !spec.allow_invalid,
+        result.answer.is_none(),
+    )))
 }
 
 fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {

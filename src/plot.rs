@@ -288,13 +288,18 @@ pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
         .filter(|b| b.metric == metric)
         .map(|b| (format!("SLO {}", b.text), b.max_ms))
         .collect();
-    let vlines = s
+    let mut vlines: Vec<(String, f64)> = s
         .analysis
         .slo_crossing
         .filter(|_| s.slos.iter().any(|b| b.metric == metric))
         .map(|x| (format!("SLO crossing ≈ {x:.1}"), x))
         .into_iter()
         .collect();
+    // The knee is read off e2e p50 as much as off throughput: mark it on both plots.
+    if metric == "e2e" {
+        let knee = s.analysis.knee.iter();
+        vlines.extend(knee.map(|k| (format!("knee at {}", k.load), k.load)));
+    }
     Chart {
         title: format!("{} percentiles vs load", metric.to_uppercase()),
         x_label: axis_label(s.axis).into(),

@@ -16,6 +16,7 @@ use analysis::Spread;
 use serde::{Deserialize, Serialize};
 use slo::SloBound;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Fewer measured successful requests than this at a point draws a warning: the issue asks
 /// for a few hundred per point, and p95/p99 of fewer move with every repeat.
@@ -50,13 +51,19 @@ pub struct PointSpec {
     pub slos: Vec<SloBound>,
     /// The base run already had a warm-up of its own; otherwise each point gets one.
     pub warmup_given: bool,
+    /// `--allow-invalid`: a run the client's own overhead made invalid still counts (its
+    /// SLO verdict, its place on the curve). Without it such a point never passes, is left
+    /// out of the knee and the crossing (a search counts it as failing), and the sweep or
+    /// search exits 4.
+    pub allow_invalid: bool,
 }
 
 /// One load point: every repeat's summary and the figures read from them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
     pub load: f64,
-    /// Every SLO bound held by the median of the repeats (false when no SLO was given).
+    /// Every SLO bound held by the median of the repeats (false when no SLO was given), and
+    /// the point counts: valid (or `--allow-invalid`) and not interrupted.
     pub pass: bool,
     pub slos: Vec<SloCheck>,
     pub throughput_requests_per_s: Spread,
@@ -69,6 +76,20 @@ pub struct Point {
     pub measured_ok: u64,
     pub warnings: Vec<String>,
     pub runs: Vec<Summary>,
+    /// Every repeat's run was valid (`overhead.valid`): the client's own overhead did not
+    /// spoil the figures.
+    #[serde(default = "yes")]
+    pub valid: bool,
+    /// Why not, per repeat (`repeat N: reason`).
+    #[serde(default)]
+    pub invalid_reasons: Vec<String>,
+    /// A signal stopped this point's run: its figures cover only part of it.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -85,7 +106,8 @@ pub const CURVE_STATS: [&str; 3] = ["p50", "p95", "p99"];
 
 impl Point {
     /// Reads a point's figures out of its repeats' summaries.
-    pub fn from_runs(load: f64, runs: Vec<Summary>, slos: &[SloBound]) -> Point {
+    pub fn from_runs(load: f64, runs: Vec<Summary>, spec: &PointSpec) -> Point {
+        let slos = &spec.slos;
         let each = |f: &dyn Fn(&Summary) -> Option<f64>| Spread::of(runs.iter().map(f).collect());
         let checks: Vec<SloCheck> = slos
             .iter()
@@ -108,9 +130,20 @@ impl Point {
         }
         let measured_ok = runs.iter().map(|s| s.counts.ok).min().unwrap_or(0);
         let warnings = point_warnings(load, &runs, slos, measured_ok);
+        let invalid_reasons: Vec<String> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, s)| {
+                let reasons = s.overhead.invalid_reasons.iter();
+                reasons.map(move |why| format!("repeat {}: {why}", r + 1))
+            })
+            .collect();
+        let valid = runs.iter().all(|s| s.overhead.valid);
+        let interrupted = runs.iter().any(|s| s.interrupted);
+        let counts = (valid || spec.allow_invalid) && !interrupted;
         Point {
             load,
-            pass: !checks.is_empty() && checks.iter().all(|c| c.pass),
+            pass: counts && !checks.is_empty() && checks.iter().all(|c| c.pass),
             slos: checks,
             throughput_requests_per_s: each(&|s| s.throughput.requests_per_s),
             output_tokens_per_s: each(&|s| s.throughput.output_tokens_per_s),
@@ -121,7 +154,16 @@ impl Point {
             measured_ok,
             warnings,
             runs,
+            valid,
+            invalid_reasons,
+            interrupted,
         }
+    }
+
+    /// Whether this point's figures may decide anything (the knee, a crossing, a search's
+    /// bracket): complete, and valid unless `--allow-invalid`.
+    pub fn counts(&self, allow_invalid: bool) -> bool {
+        (self.valid || allow_invalid) && !self.interrupted
     }
 
     pub fn slo_value(&self, i: usize) -> Option<f64> {
@@ -241,15 +283,52 @@ pub fn measure(
     out: Option<&Path>,
     load: f64,
 ) -> Result<Point, SweepError> {
+    measure_with(base, spec, out, load, &AtomicBool::new(false))
+}
+
+/// `measure`, stoppable: once `interrupt` is set, the repeat running stops as
+/// `run::run_with` stops (grace, then cancel), no further repeat starts, and the point is
+/// marked `interrupted`.
+pub fn measure_with(
+    base: &Plan,
+    spec: &PointSpec,
+    out: Option<&Path>,
+    load: f64,
+    interrupt: &AtomicBool,
+) -> Result<Point, SweepError> {
     let mut runs = Vec::with_capacity(spec.repeats as usize);
     for r in 0..spec.repeats.max(1) {
         let dir = out.map(|d| d.join(point_dir_name(spec.axis, load, r)));
         let plan = plan_at(base, spec, load, dir);
-        let s =
-            crate::run::run(&plan, |_, _| {}).map_err(|source| SweepError::Run { load, source })?;
+        let s = crate::run::run_with(&plan, interrupt, |_, _| {})
+            .map_err(|source| SweepError::Run { load, source })?;
         runs.push(s);
+        if interrupt.load(Ordering::SeqCst) {
+            break;
+        }
     }
-    Ok(Point::from_runs(load, runs, &spec.slos))
+    let mut p = Point::from_runs(load, runs, spec);
+    // A signal between repeats leaves every run whole but the point short of its repeats.
+    if p.runs.len() < spec.repeats.max(1) as usize && !p.interrupted {
+        p.interrupted = true;
+        p.pass = false;
+    }
+    Ok(p)
+}
+
+/// Sleeps `gap`, waking early once `interrupt` is set; true when it was.
+pub fn cooldown(gap: std::time::Duration, interrupt: &AtomicBool) -> bool {
+    let until = std::time::Instant::now() + gap;
+    loop {
+        if interrupt.load(Ordering::SeqCst) {
+            return true;
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+    }
 }
 
 pub fn point_dir_name(axis: Axis, load: f64, repeat: u32) -> String {
@@ -268,13 +347,24 @@ pub struct Sweep {
     pub repeats: u32,
     pub points: Vec<Point>,
     pub analysis: Analysis,
+    /// A signal stopped the sweep: the last point is marked `interrupted`, later ones were
+    /// never run.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
+    /// Where throughput stops growing while latency starts climbing (`analysis::knee`).
     pub knee: Option<analysis::Knee>,
-    /// Why there is no knee, when there is none.
+    /// Why there is no knee, when there is none (naming the missing component).
     pub knee_note: Option<String>,
+    /// Kneedle on throughput vs load alone.
+    #[serde(default)]
+    pub throughput_knee: analysis::KneePart,
+    /// Kneedle on e2e p50 vs load alone.
+    #[serde(default)]
+    pub latency_knee: analysis::KneePart,
     /// Highest measured load that passed every SLO.
     pub highest_pass: Option<f64>,
     /// Highest load that passes, interpolated between the last pass and the first fail.
@@ -292,61 +382,134 @@ pub fn sweep(
     loads: &[f64],
     cooldown: std::time::Duration,
     out: Option<&Path>,
+    on_point: impl FnMut(&Point),
+) -> Result<Sweep, SweepError> {
+    let never = AtomicBool::new(false);
+    sweep_with(base, spec, loads, cooldown, out, &never, on_point)
+}
+
+/// `sweep`, stoppable: once `interrupt` is set the point running stops (see
+/// `measure_with`), no later point starts, and the sweep so far is analysed and returned
+/// with `interrupted` set.
+pub fn sweep_with(
+    base: &Plan,
+    spec: &PointSpec,
+    loads: &[f64],
+    gap: std::time::Duration,
+    out: Option<&Path>,
+    interrupt: &AtomicBool,
     mut on_point: impl FnMut(&Point),
 ) -> Result<Sweep, SweepError> {
     let mut loads = loads.to_vec();
     loads.sort_by(f64::total_cmp);
     loads.dedup();
-    let mut points = Vec::with_capacity(loads.len());
+    let mut points: Vec<Point> = Vec::with_capacity(loads.len());
     for (i, &load) in loads.iter().enumerate() {
-        if i > 0 {
-            std::thread::sleep(cooldown);
+        if i > 0 && cooldown(gap, interrupt) {
+            break;
         }
-        let p = measure(base, spec, out, load)?;
+        let p = measure_with(base, spec, out, load, interrupt)?;
         on_point(&p);
         points.push(p);
+        if interrupt.load(Ordering::SeqCst) {
+            break;
+        }
     }
-    Ok(analyze(spec, points))
+    let mut s = analyze(spec, points);
+    s.interrupted = interrupt.load(Ordering::SeqCst);
+    Ok(s)
 }
 
-/// The curve's analysis from finished points (already in load order).
+/// The curve's analysis from finished points (already in load order). Points that do not
+/// count (interrupted; invalid without `--allow-invalid`) stay in the sweep, marked, but
+/// take no part in the knee or the crossing: their figures are unknown, not a failure, so
+/// a load the client could not measure cleanly neither passes nor ends the passing run.
 pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
-    let loads: Vec<f64> = points.iter().map(|p| p.load).collect();
-    let tput: Vec<f64> = points
+    let curve: Vec<analysis::CurvePoint> = points
         .iter()
-        .map(|p| p.throughput_requests_per_s.median.unwrap_or(0.0))
+        .enumerate()
+        .filter(|(_, p)| p.counts(spec.allow_invalid))
+        .filter_map(|(index, p)| {
+            Some(analysis::CurvePoint {
+                index,
+                load: p.load,
+                throughput: p.throughput_requests_per_s.median?,
+                latency_ms: p.latency_ms.get(KNEE_LATENCY).and_then(|s| s.median),
+            })
+        })
         .collect();
-    let knee = analysis::knee(&loads, &tput);
-    let knee_note = knee.is_none().then(|| {
-        if points.len() < 3 {
-            "fewer than 3 points".to_string()
-        } else {
-            "throughput never stops growing over these loads (no knee in range)".to_string()
+    let mut found = analysis::knee(&curve);
+    let mut warnings: Vec<String> = points.iter().flat_map(|p| p.warnings.clone()).collect();
+    let left_out = points.len() - curve.len();
+    if left_out > 0 {
+        let why = format!(
+            "{left_out} point(s) left out of the knee (interrupted, invalid, or no throughput \
+             measured)"
+        );
+        for n in [
+            &mut found.note,
+            &mut found.throughput_knee.note,
+            &mut found.latency_knee.note,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *n = format!("{n}; {why}");
         }
-    });
-    let (highest_pass, slo_crossing, crossing_note) = crossing(&spec.slos, &points);
-    let warnings = points.iter().flat_map(|p| p.warnings.clone()).collect();
+        warnings.push(why);
+    }
+    let counted: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.counts(spec.allow_invalid))
+        .collect();
+    let (highest_pass, slo_crossing, mut crossing_note) = crossing(&spec.slos, &counted);
+    let uncounted = points.len() - counted.len();
+    if uncounted > 0 && !spec.slos.is_empty() {
+        let n = crossing_note.get_or_insert_with(String::new);
+        n.push_str(&format!(
+            "; {uncounted} point(s) interrupted or invalid (the client's own overhead) left out"
+        ));
+    }
+    warnings.extend(points.iter().filter(|p| p.interrupted).map(|p| {
+        format!(
+            "load {}: interrupted; its figures cover part of the run and decide nothing",
+            p.load
+        )
+    }));
     Sweep {
         axis: spec.axis,
         slos: spec.slos.clone(),
         repeats: spec.repeats,
         points,
         analysis: Analysis {
-            knee,
-            knee_note,
+            knee: found.knee,
+            knee_note: found.note,
+            throughput_knee: found.throughput_knee,
+            latency_knee: found.latency_knee,
             highest_pass,
             slo_crossing,
             crossing_note,
             warnings,
         },
+        interrupted: false,
     }
 }
 
+/// The latency curve of the knee (a `latency_ms` key of `Point`): e2e p50. E2E is what
+/// throughput is traded against (in a closed loop, throughput = users / mean e2e), and it
+/// carries both queueing before the first token and a decode that slows as the batch
+/// grows, where TTFT alone misses the second; the median, because with a few hundred
+/// requests per point p90/p99 move with every repeat and Kneedle on a noisy curve picks noise.
+pub const KNEE_LATENCY: &str = "e2e_p50";
+
 /// The last passing point before the first failing one, and the load between them where the
 /// tightest failing bound is met (linear in load).
-fn crossing(slos: &[SloBound], points: &[Point]) -> (Option<f64>, Option<f64>, Option<String>) {
+fn crossing(slos: &[SloBound], points: &[&Point]) -> (Option<f64>, Option<f64>, Option<String>) {
     if slos.is_empty() {
         return (None, None, Some("no --slo given".into()));
+    }
+    if points.is_empty() {
+        return (None, None, Some("no point counts".into()));
     }
     let Some(fail) = points.iter().position(|p| !p.pass) else {
         let top = points.last().map(|p| p.load);
@@ -359,7 +522,7 @@ fn crossing(slos: &[SloBound], points: &[Point]) -> (Option<f64>, Option<f64>, O
     if fail == 0 {
         return (None, None, Some("the lowest load already fails".into()));
     }
-    let (a, b) = (&points[fail - 1], &points[fail]);
+    let (a, b) = (points[fail - 1], points[fail]);
     let mut best: Option<(f64, &str)> = None;
     for (i, s) in slos.iter().enumerate() {
         let (Some(v0), Some(v1)) = (a.slo_value(i), b.slo_value(i)) else {

@@ -44,6 +44,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
         .unwrap_or_default();
     head.extend(curve_keys.iter().map(|k| format!("{k}_ms")));
     head.extend(s.slos.iter().map(|b| format!("slo {}", b.text)));
+    head.extend(["valid".into(), "interrupted".into()]);
     let _ = writeln!(
         out,
         "{}",
@@ -79,6 +80,7 @@ fn row(p: &Point, curve_keys: &[String]) -> Vec<String> {
             .map(|k| num(p.latency_ms.get(k).and_then(|s| s.median))),
     );
     r.extend(p.slos.iter().map(|c| num(c.value_ms.median)));
+    r.extend([p.valid.to_string(), p.interrupted.to_string()]);
     r
 }
 
@@ -99,7 +101,7 @@ pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
         csv.push(',');
         csv.push_str(&csv_field(&format!("slo {}", b.text)));
     }
-    csv.push('\n');
+    csv.push_str(",valid,interrupted\n");
     for p in &r.probes {
         let mut f = vec![
             p.iteration.to_string(),
@@ -113,6 +115,7 @@ pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
             num(p.goodput_requests_per_s),
         ];
         f.extend(p.values_ms.iter().map(|v| num(*v)));
+        f.extend([p.valid.to_string(), p.interrupted.to_string()]);
         csv.push_str(&f.join(","));
         csv.push('\n');
     }

@@ -24,6 +24,10 @@ pub struct SearchSpec {
     pub tolerance: f64,
     pub max_iterations: u32,
     pub slos: Vec<SloBound>,
+    /// `--allow-invalid`: take an invalid probe's figures as measured. Without it a probe
+    /// the client's own overhead made invalid counts as failing: the search never answers
+    /// with a load the client could not measure cleanly.
+    pub allow_invalid: bool,
 }
 
 /// One measured load, as the search saw it when it decided the next step.
@@ -41,6 +45,19 @@ pub struct Probe {
     pub bracket: (Option<f64>, Option<f64>),
     pub throughput_requests_per_s: Option<f64>,
     pub goodput_requests_per_s: Option<f64>,
+    /// Every repeat's run was valid; when not, the probe counted as failing (unless
+    /// `--allow-invalid`).
+    #[serde(default = "yes")]
+    pub valid: bool,
+    #[serde(default)]
+    pub invalid_reasons: Vec<String>,
+    /// A signal stopped this probe; it decided nothing and the search stopped.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -56,6 +73,9 @@ pub struct SearchResult {
     pub stop_reason: String,
     pub probes: Vec<Probe>,
     pub points: Vec<Point>,
+    /// A signal stopped the search (the last probe is marked).
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Runs the search. `measure` runs one load point; `on_probe` sees each probe as it ends.
@@ -68,16 +88,18 @@ pub fn search<E>(
     let mut probes: Vec<Probe> = vec![];
     let mut next = Some((spec.start.min(spec.max_load), "step"));
     let mut stop_reason = String::new();
+    let mut interrupted = false;
     while let Some((load, phase)) = next.take() {
         if probes.len() as u32 >= spec.max_iterations {
             stop_reason = format!("--max-iterations {} reached", spec.max_iterations);
             break;
         }
         let point = measure(load)?;
+        interrupted = point.interrupted;
         // After any earlier probes at the same load: all of them are pooled by the fit.
         let insert_at = points.partition_point(|p| p.load <= load);
         points.insert(insert_at, point);
-        let fit = Fit::of(&spec.slos, &points);
+        let fit = Fit::of(&spec.slos, spec.allow_invalid, &points);
         let p = &points[insert_at];
         let probe = Probe {
             iteration: probes.len() as u32 + 1,
@@ -89,15 +111,22 @@ pub fn search<E>(
             bracket: fit.bracket(),
             throughput_requests_per_s: p.throughput_requests_per_s.median,
             goodput_requests_per_s: p.goodput_requests_per_s.median,
+            valid: p.valid,
+            invalid_reasons: p.invalid_reasons.clone(),
+            interrupted: p.interrupted,
         };
         on_probe(&probe);
         probes.push(probe);
+        if interrupted {
+            stop_reason = "interrupted by a signal".into();
+            break;
+        }
         match decide(spec, &fit) {
             Ok(step) => next = Some(step),
             Err(reason) => stop_reason = reason,
         }
     }
-    let fit = Fit::of(&spec.slos, &points);
+    let fit = Fit::of(&spec.slos, spec.allow_invalid, &points);
     let bracket = fit.bracket();
     Ok(SearchResult {
         axis: spec.axis,
@@ -109,6 +138,7 @@ pub fn search<E>(
         stop_reason,
         probes,
         points,
+        interrupted,
     })
 }
 
@@ -116,6 +146,8 @@ pub fn search<E>(
 /// (weighted by their count), then each SLO's values made non-decreasing in load, so a
 /// load passes only if the fitted value of every SLO is under its bound. Passes are then a
 /// prefix of the loads, and a noisy probe is outvoted by its neighbours and its own repeats.
+/// An interrupted probe is left out; an invalid one (without `allow_invalid`) reads as a
+/// value no bound admits, so it fails, and so does every load above it.
 #[derive(Debug)]
 struct Fit {
     /// Distinct loads, rising.
@@ -127,8 +159,12 @@ struct Fit {
     pass: Vec<bool>,
 }
 
+/// The value given to a probe that cannot pass: no samples, or invalid.
+const CANNOT_PASS: f64 = f64::MAX / 1e6;
+
 impl Fit {
-    fn of(slos: &[SloBound], points: &[Point]) -> Fit {
+    fn of(slos: &[SloBound], allow_invalid: bool, points: &[Point]) -> Fit {
+        let points: Vec<&Point> = points.iter().filter(|p| !p.interrupted).collect();
         let mut loads: Vec<f64> = points.iter().map(|p| p.load).collect();
         loads.dedup();
         let at = |x: f64| points.iter().filter(move |p| p.load == x);
@@ -140,7 +176,10 @@ impl Fit {
                     .map(|&x| {
                         // A probe without samples fails; give it a value that cannot pass.
                         let vs: Vec<f64> = at(x)
-                            .map(|p| p.slo_value(i).unwrap_or(f64::MAX / 1e6))
+                            .map(|p| match p.counts(allow_invalid) {
+                                true => p.slo_value(i).unwrap_or(CANNOT_PASS),
+                                false => CANNOT_PASS,
+                            })
                             .collect();
                         let n = vs.len() as f64;
                         (vs.iter().sum::<f64>() / n, n)
@@ -303,6 +342,9 @@ mod tests {
             measured_ok: 1000,
             warnings: vec![],
             runs: vec![],
+            valid: true,
+            invalid_reasons: vec![],
+            interrupted: false,
         }
     }
 
@@ -315,6 +357,7 @@ mod tests {
             tolerance: 0.05,
             max_iterations: 40,
             slos: vec![SloBound::parse("ttft:p95<100ms").unwrap()],
+            allow_invalid: false,
         }
     }
 
@@ -360,7 +403,7 @@ mod tests {
             .map(|&(x, v)| point(x, v, 100.0))
             .collect();
         assert!(!pts[1].pass);
-        let fit = Fit::of(&slos, &pts);
+        let fit = Fit::of(&slos, false, &pts);
         assert_eq!(fit.pass, vec![true, true, true, false]);
         assert_eq!(fit.bracket(), (Some(30.0), Some(40.0)));
     }
@@ -436,12 +479,61 @@ mod tests {
                 point(20.0, a, 100.0),
                 point(20.0, b, 100.0),
             ];
-            let fit = Fit::of(&slos, &pts);
+            let fit = Fit::of(&slos, false, &pts);
             assert_eq!(fit.loads, vec![10.0, 20.0]);
             assert_eq!(fit.counts, vec![1, 2]);
             assert_eq!(fit.values[0], vec![50.0, 95.0]);
             assert!(fit.passes(20.0));
         }
+    }
+
+    /// ttft = 2·users (passes up to 49 users); from 32 users up the client's own overhead
+    /// makes the run invalid.
+    fn invalid_from_32(x: f64) -> Result<Point, ()> {
+        let mut p = point(x, 2.0 * x, 100.0);
+        if x >= 32.0 {
+            p.valid = false;
+            p.invalid_reasons = vec!["repeat 1: scheduling lag p99 above --max-lag".into()];
+        }
+        Ok(p)
+    }
+
+    #[test]
+    fn an_invalid_probe_counts_as_failing_unless_allowed() {
+        let s = spec(Axis::Concurrency);
+        let r = search(&s, invalid_from_32, |_| {}).unwrap();
+        assert_eq!(r.answer, Some(31.0), "{:?}", r.probes);
+        let bad: Vec<&Probe> = r.probes.iter().filter(|p| !p.valid).collect();
+        assert!(!bad.is_empty() && bad.iter().all(|p| !p.pass_smoothed));
+        assert!(bad[0].invalid_reasons[0].contains("max-lag"));
+        let mut s = spec(Axis::Concurrency);
+        s.allow_invalid = true;
+        let r = search(&s, invalid_from_32, |_| {}).unwrap();
+        // Counted as measured: the bound's 49 users, to the search's 5%.
+        let answer = r.answer.unwrap();
+        assert!((47.0..=49.0).contains(&answer), "{:?}", r.probes);
+    }
+
+    #[test]
+    fn an_interrupted_probe_stops_the_search_and_decides_nothing() {
+        let s = spec(Axis::Concurrency);
+        let mut n = 0;
+        let r = search(
+            &s,
+            |x| {
+                n += 1;
+                let mut p = point(x, 2.0 * x, 100.0);
+                p.interrupted = n == 3;
+                Ok::<_, ()>(p)
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert!(r.interrupted && r.stop_reason.contains("interrupted"));
+        assert_eq!(r.probes.len(), 3);
+        assert!(r.probes[2].interrupted && !r.probes[2].pass_smoothed);
+        // Probes at 1 and 2 users passed; the one at 4 was cut short and does not count.
+        assert_eq!(r.bracket, (Some(2.0), None));
     }
 
     #[test]
