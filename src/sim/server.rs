@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use monoio::net::{ListenerOpts, TcpListener};
+use monoio::net::{ListenerOpts, TcpListener, TcpStream};
 use monoio::time::TimeDriver;
 use monoio::{FusionRuntime, IoUringDriver, LegacyDriver, RuntimeBuilder};
 
@@ -129,18 +129,27 @@ async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
         }
     };
     let shared = Rc::new(Shared::new(setup.settings, setup.stats, setup.index));
-    accept_until_stopped(&listener, &stop, &shared).await;
+    if let Err(e) = set_nonblocking(&listener, true) {
+        eprintln!("sim: listener: {e}");
+        return;
+    }
+    accept_until_stopped(&listener, &stop, &shared, used).await;
     drop(listener);
     drain(&shared).await;
 }
 
-async fn accept_until_stopped(listener: &TcpListener, stop: &StopWait, shared: &Rc<Shared>) {
+async fn accept_until_stopped(
+    listener: &TcpListener,
+    stop: &StopWait,
+    shared: &Rc<Shared>,
+    used: DriverUsed,
+) {
     let mut stopped = std::pin::pin!(stop.wait());
     loop {
         monoio::select! {
             _ = &mut stopped => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+            accepted = accept_ready(listener, used) => match accepted {
+                Ok(stream) => {
                     bump(&shared.stats.connections, 1);
                     // Small writes are the product: never let Nagle hold an event back.
                     let _ = stream.set_nodelay(true);
@@ -154,6 +163,58 @@ async fn accept_until_stopped(listener: &TcpListener, stop: &StopWait, shared: &
             },
         }
     }
+}
+
+/// One connection, accepted with a plain non-blocking `accept4` once the listener is
+/// readable. monoio's `accept` is an io_uring accept op, which on this kernel completed up
+/// to a scheduler tick (4 ms) late at a run's start, and the first requests' TTFT with it.
+/// The listener is non-blocking; the connection is blocking on io_uring, as its own accept
+/// op would give it (the ring's ops expect that), non-blocking for epoll.
+async fn accept_ready(listener: &TcpListener, used: DriverUsed) -> io::Result<TcpStream> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    loop {
+        let flags = match used {
+            DriverUsed::Uring => libc::SOCK_CLOEXEC,
+            DriverUsed::Epoll => libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        };
+        // SAFETY: accept4 on our listening socket with null address pointers (not wanted).
+        let fd = unsafe {
+            libc::accept4(
+                listener.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                flags,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: `fd` is a fresh connected socket owned by nothing else.
+            let std_stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+            return TcpStream::from_std(std_stream);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::WouldBlock {
+            return Err(e);
+        }
+        listener.readable(false).await?;
+    }
+}
+
+fn set_nonblocking(listener: &TcpListener, on: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = listener.as_raw_fd();
+    // SAFETY: F_GETFL/F_SETFL on our own open listening socket.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        let fl = if on {
+            fl | libc::O_NONBLOCK
+        } else {
+            fl & !libc::O_NONBLOCK
+        };
+        if fl < 0 || libc::fcntl(fd, libc::F_SETFL, fl) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Wakes every connection and gives them a bounded time to end.
