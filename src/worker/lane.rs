@@ -75,8 +75,6 @@ pub struct Lane {
     job: Cell<Option<Job>>,
     closed: Cell<bool>,
     waker: Cell<Option<Waker>>,
-    /// The dispatcher, waiting for the lane to take its job (`taken`).
-    dispatcher: Cell<Option<Waker>>,
 }
 
 impl Lane {
@@ -94,25 +92,9 @@ impl Lane {
         }
     }
 
-    /// Ready once the lane's task has taken the dispatched job (and, in the same poll, sent
-    /// it when its connection is open).
-    pub async fn taken(&self) {
-        poll_fn(|cx| {
-            if self.job.get().is_none() {
-                return Poll::Ready(());
-            }
-            self.dispatcher.set(Some(cx.waker().clone()));
-            Poll::Pending
-        })
-        .await
-    }
-
     async fn next_job(&self) -> Option<Job> {
         poll_fn(|cx| {
             if let Some(job) = self.job.take() {
-                if let Some(w) = self.dispatcher.take() {
-                    w.wake();
-                }
                 return Poll::Ready(Some(job));
             }
             if self.closed.get() {
@@ -494,7 +476,7 @@ impl Conn {
         let s = &ctx.setup;
         let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
         let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
-        let stream = match monoio::time::timeout(limit, connect_socket(s.addr)).await {
+        let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
         };
@@ -762,39 +744,4 @@ impl ResponseSink for RecordSink<'_> {
             e.text_bytes = u32::try_from(text.len()).unwrap_or(u32::MAX);
         }
     }
-}
-
-/// Connects with a plain non-blocking `connect`, then waits for writability through the
-/// runtime. monoio's own connect is an io_uring connect op, which here completed a scheduler
-/// tick late (3.5-4 ms, every connection of a run's first millisecond at 20,000/s, against
-/// 50-150 us this way): the first requests of every run were sent milliseconds late. On
-/// io_uring the socket is made blocking once connected, as the ring's ops expect (a send on
-/// a non-blocking socket returns EAGAIN to the caller instead of waiting for room).
-async fn connect_socket(addr: std::net::SocketAddr) -> std::io::Result<TcpStream> {
-    use socket2::{Domain, Socket, Type};
-    use std::os::fd::AsRawFd;
-    let sock = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM.nonblocking().cloexec(),
-        None,
-    )?;
-    let pending = match sock.connect(&addr.into()) {
-        Ok(()) => false,
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => true,
-        Err(e) => return Err(e),
-    };
-    let stream = TcpStream::from_std(std::net::TcpStream::from(sock))?;
-    // SAFETY: `stream` owns this fd and outlives the borrow, which ends in this function.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-    let sock = socket2::SockRef::from(&fd);
-    if pending {
-        stream.writable(false).await?;
-        if let Some(e) = sock.take_error()? {
-            return Err(e);
-        }
-    }
-    if super::current_driver() == Some(super::DriverUsed::IoUring) {
-        sock.set_nonblocking(false)?;
-    }
-    Ok(stream)
 }

@@ -10,7 +10,10 @@
 //! busy, timers fire late because of it, and chasing that lateness would spin through every
 //! gap: the loop then never waits for completions to pile up, pays a syscall per pass
 //! instead of per batch, and saturates (20,000/s here: spin 73% of wall, CPU 88%, lag p99
-//! 49 ms, against 67% CPU and 0.2 ms without the spin). Fixed state, no allocation.
+//! 49 ms, against 67% CPU and 0.2 ms without the spin). Even capped, a spin at 20,000/s on
+//! one worker tipped one 10 s run in two into a collapse (lag p99 156 ms, 11,543
+//! connections) where no spin held every run, so below `MIN_GAP_NS` between arrivals `auto`
+//! does not spin at all. Fixed state, no allocation.
 
 /// Wake-ups per re-estimate.
 const WINDOW: usize = 256;
@@ -23,6 +26,8 @@ const MIN_NS: u64 = 5_000;
 pub const MAX_NS: u64 = 200_000;
 /// The most of a mean gap `auto` spends spinning.
 const GAP_SHARE: f64 = 0.3;
+/// Under this mean gap (above 10,000/s per worker) `auto` does not spin.
+const MIN_GAP_NS: f64 = 100_000.0;
 
 /// The spin budget: fixed, or learned from the timer's lateness.
 #[derive(Clone, Debug)]
@@ -39,7 +44,11 @@ impl SpinBudget {
     /// `fixed_ns`: `Some(n)` spins exactly n ns before each deadline (0: never spin);
     /// `None` learns the budget. `mean_gap_ns`: between this worker's arrivals, if known.
     pub fn new(fixed_ns: Option<u64>, mean_gap_ns: Option<f64>) -> Self {
-        let cap_ns = mean_gap_ns.map_or(MAX_NS, |g| (g * GAP_SHARE) as u64);
+        let cap_ns = match mean_gap_ns {
+            None => MAX_NS,
+            Some(g) if g < MIN_GAP_NS => 0,
+            Some(g) => (g * GAP_SHARE) as u64,
+        };
         SpinBudget {
             fixed: fixed_ns,
             cap_ns,
@@ -107,13 +116,19 @@ mod tests {
 
     #[test]
     fn auto_budget_spends_at_most_a_share_of_the_gap() {
-        // 20,000/s on one worker: 50 µs gaps, at most 15 µs of spin however late timers are.
-        let mut b = SpinBudget::new(None, Some(50_000.0));
-        assert_eq!(b.ns(), 15_000);
+        // 5,000/s on one worker: 200 µs gaps, at most 60 µs of spin however late timers are.
+        let mut b = SpinBudget::new(None, Some(200_000.0));
+        assert_eq!(b.ns(), START_NS);
         for _ in 0..WINDOW {
             b.observe(150_000);
         }
-        assert_eq!(b.ns(), 15_000);
+        assert_eq!(b.ns(), 60_000);
+        // 20,000/s: no spin at all.
+        let mut b = SpinBudget::new(None, Some(50_000.0));
+        for _ in 0..WINDOW {
+            b.observe(30_000);
+        }
+        assert_eq!(b.ns(), 0);
         // A fixed budget is what was asked, cap or not.
         assert_eq!(SpinBudget::new(Some(40_000), Some(50_000.0)).ns(), 40_000);
     }
