@@ -88,6 +88,7 @@ pub struct Point {
     pub interrupted: bool,
 }
 
+/// serde's default for `valid` in files written before it existed (points and probes).
 fn yes() -> bool {
     true
 }

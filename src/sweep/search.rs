@@ -47,17 +47,13 @@ pub struct Probe {
     pub goodput_requests_per_s: Option<f64>,
     /// Every repeat's run was valid; when not, the probe counted as failing (unless
     /// `--allow-invalid`).
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub valid: bool,
     #[serde(default)]
     pub invalid_reasons: Vec<String>,
     /// A signal stopped this probe; it decided nothing and the search stopped.
     #[serde(default)]
     pub interrupted: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
