@@ -143,14 +143,21 @@ impl Extractor {
 
 fn read_root(root: Value<'_, '_>, text: Option<&mut Vec<u8>>) -> Result<EventInfo, ExtractError> {
     let obj = root.as_object().ok_or(ExtractError::NotObject)?;
-    let mut info = EventInfo {
-        error: obj.get("error").is_some_and(|e| !e.is_null()),
-        usage: obj.get("usage").and_then(|u| u.as_object()).map(read_usage),
-        server_mono_ns: obj.get("ringbench_ns").and_then(|v| v.as_u64()),
-        ..EventInfo::default()
-    };
-    let choice = obj
-        .get("choices")
+    let mut info = EventInfo::default();
+    let mut choices = None;
+    // One pass over the keys, not one `get` (a linear scan with a compare per key) per field:
+    // this runs for every event. The first of a duplicated key wins, as `get` would have it.
+    let mut seen = Seen::default();
+    for (key, v) in obj.iter() {
+        match key {
+            "error" if seen.first(0) => info.error = !v.is_null(),
+            "usage" if seen.first(1) => info.usage = v.as_object().map(read_usage),
+            "ringbench_ns" if seen.first(2) => info.server_mono_ns = v.as_u64(),
+            "choices" if seen.first(3) => choices = Some(v),
+            _ => {}
+        }
+    }
+    let choice = choices
         .and_then(|c| c.get_idx(0))
         .and_then(|c| c.as_object());
     if let Some(choice) = choice {
@@ -162,22 +169,52 @@ fn read_root(root: Value<'_, '_>, text: Option<&mut Vec<u8>>) -> Result<EventInf
     Ok(info)
 }
 
+/// Which of up to 8 keys a one-pass read has met already.
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    /// True the first time `bit` is asked for.
+    fn first(&mut self, bit: u8) -> bool {
+        let new = self.0 & (1 << bit) == 0;
+        self.0 |= 1 << bit;
+        new
+    }
+}
+
 fn read_choice(choice: &Object<'_, '_>, info: &mut EventInfo) {
-    info.finish = choice.get("finish_reason").is_some_and(|f| !f.is_null());
-    let text = str_len(choice.get("text"));
-    let inner = choice
-        .get("delta")
-        .or_else(|| choice.get("message"))
-        .and_then(|d| d.as_object());
-    let (content, reasoning) = match inner {
-        Some(d) => (
-            str_len(d.get("content")),
-            str_len(d.get("reasoning")).saturating_add(str_len(d.get("reasoning_content"))),
-        ),
+    let (mut text, mut delta, mut message) = (0, None, None);
+    let mut seen = Seen::default();
+    for (key, v) in choice.iter() {
+        match key {
+            "finish_reason" if seen.first(0) => info.finish = !v.is_null(),
+            "text" if seen.first(1) => text = str_len(Some(v)),
+            "delta" if seen.first(2) => delta = v.as_object(),
+            "message" if seen.first(3) => message = v.as_object(),
+            _ => {}
+        }
+    }
+    let (content, reasoning) = match delta.or(message) {
+        Some(d) => read_message(&d),
         None => (0, 0),
     };
     info.content_bytes = content.saturating_add(text);
     info.reasoning_bytes = reasoning;
+}
+
+/// Content and reasoning bytes of a `delta` or `message` object, in one pass.
+fn read_message(d: &Object<'_, '_>) -> (u32, u32) {
+    let (mut content, mut reasoning, mut reasoning_content) = (0u32, 0u32, 0u32);
+    let mut seen = Seen::default();
+    for (key, v) in d.iter() {
+        match key {
+            "content" if seen.first(0) => content = str_len(Some(v)),
+            "reasoning" if seen.first(1) => reasoning = str_len(Some(v)),
+            "reasoning_content" if seen.first(2) => reasoning_content = str_len(Some(v)),
+            _ => {}
+        }
+    }
+    (content, reasoning.saturating_add(reasoning_content))
 }
 
 /// The choice's generated text, reasoning first, as the fields `read_choice` counts.
