@@ -335,6 +335,7 @@ fn open_schedule(ctx: &Ctx) -> impl Iterator<Item = (u64, u64)> {
 /// in the from-intent latencies and the scheduling lag.
 async fn open_loop(ctx: &Rc<Ctx>, cap: usize) {
     let lanes = Lanes::new(ctx.clone(), cap);
+    lanes.warm(warm_lanes(ctx));
     let mut arrivals = open_schedule(ctx);
     for (id, at_ns) in arrivals.by_ref() {
         let intended_ns = ctx.setup.start_ns + at_ns;
@@ -350,6 +351,13 @@ async fn open_loop(ctx: &Rc<Ctx>, cap: usize) {
         ctx.emit(ctx.not_sent(id, ctx.setup.start_ns + at_ns));
     }
     lanes.drain().await;
+}
+
+/// Lanes to open before the schedule starts: the arrivals of its first `WARM_NS`, plus one.
+/// The run starts `START_LEAD_NS` (20 ms) after the workers do, time enough to connect them.
+fn warm_lanes(ctx: &Ctx) -> usize {
+    const WARM_NS: f64 = 2e6;
+    mean_gap_ns(&ctx.setup).map_or(1, |gap| (WARM_NS / gap).ceil() as usize + 1)
 }
 
 /// Closed loop: this worker's share of the virtual users, each sending its next request
