@@ -102,6 +102,10 @@ impl PreciseTimer {
     }
 
     /// Waits until `CLOCK_MONOTONIC` reaches `deadline_mono_ns` (at once if it has).
+    ///
+    /// The expiration count is never read: arming the timerfd again resets it (so the fd is
+    /// not readable until the next deadline), and the clock tells a fired timer from a
+    /// spurious wake. That saves a `read` syscall per wake, ~0.6 per request at 20,000/s.
     pub async fn sleep_until_mono(&self, deadline_mono_ns: u64) -> io::Result<()> {
         if crate::clock::mono_ns() >= deadline_mono_ns {
             return Ok(());
@@ -109,7 +113,7 @@ impl PreciseTimer {
         self.arm(deadline_mono_ns)?;
         loop {
             self.ready.readable(false).await?;
-            if self.consume()? {
+            if crate::clock::mono_ns() >= deadline_mono_ns {
                 return Ok(());
             }
         }
@@ -117,23 +121,6 @@ impl PreciseTimer {
 
     fn arm(&self, deadline_mono_ns: u64) -> io::Result<()> {
         arm_abs(self.fd, deadline_mono_ns)
-    }
-
-    /// Reads the expiration count; false when the timer has not fired yet (spurious wake).
-    fn consume(&self) -> io::Result<bool> {
-        let mut expirations = 0u64;
-        let buf = (&mut expirations as *mut u64).cast::<libc::c_void>();
-        // SAFETY: reading 8 bytes into a u64 we own from our non-blocking timerfd.
-        let r = unsafe { libc::read(self.fd, buf, 8) };
-        if r == 8 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::WouldBlock {
-            Ok(false)
-        } else {
-            Err(e)
-        }
     }
 }
 
