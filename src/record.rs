@@ -205,6 +205,14 @@ pub struct Record {
     pub text: Vec<u8>,
 }
 
+/// A finished record's buffers, emptied by the collector and sent back to the workers so
+/// steady state allocates nothing per request (the text is non-empty only with a tokenizer).
+#[derive(Debug, Default)]
+pub struct Spare {
+    pub events: Vec<EventStamp>,
+    pub text: Vec<u8>,
+}
+
 impl Record {
     pub fn token_events(&self) -> impl Iterator<Item = &EventStamp> {
         self.events.iter().filter(|e| e.carries_token())

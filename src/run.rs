@@ -6,7 +6,7 @@ use crate::catalog::Catalog;
 use crate::clock::RunClock;
 use crate::collector::{Collector, LiveCounts, RunFacts};
 use crate::plan::{IoDriver, Load, Plan};
-use crate::record::{EventStamp, Record};
+use crate::record::{Record, Spare};
 use crate::schedule::Schedule;
 use crate::summary::Summary;
 use crate::worker::{self, Shared, WorkerSetup};
@@ -242,8 +242,7 @@ pub fn run_prepared(
     let plan_arc = Arc::new(plan.clone());
     let shared = Arc::new(Shared::new(plan.cpus.len()));
     let (tx, rx) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
-    let (recycle_tx, recycle_rx) =
-        crossbeam_channel::bounded::<Vec<EventStamp>>(RECYCLE_CHANNEL_CAP);
+    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Spare>(RECYCLE_CHANNEL_CAP);
     let fd_budget = fd_budget(plan);
     let schedule = open_schedule(plan);
     let clock = RunClock::start();
@@ -460,7 +459,7 @@ impl Stopper<'_> {
 /// Records in from the workers, emptied event vectors back to them.
 struct Channels<'a> {
     records: &'a crossbeam_channel::Receiver<Record>,
-    recycle: &'a crossbeam_channel::Sender<Vec<EventStamp>>,
+    recycle: &'a crossbeam_channel::Sender<Spare>,
 }
 
 /// The collector thread's loop: every record into the collector, its event vector back to
@@ -509,7 +508,7 @@ fn drain(
     collector: &mut Collector,
     tally: &mut CacheTally,
     rx: &Receiver<Record>,
-    recycle: &Sender<Vec<EventStamp>>,
+    recycle: &Sender<Spare>,
 ) -> (usize, bool) {
     let mut taken = 0;
     loop {
@@ -517,9 +516,13 @@ fn drain(
             Ok(mut rec) => {
                 collector.add_from_worker(&mut rec);
                 tally.add(&rec);
-                let mut events = std::mem::take(&mut rec.events);
-                events.clear();
-                let _ = recycle.try_send(events);
+                let mut spare = Spare {
+                    events: std::mem::take(&mut rec.events),
+                    text: std::mem::take(&mut rec.text),
+                };
+                spare.events.clear();
+                spare.text.clear();
+                let _ = recycle.try_send(spare);
                 taken += 1;
             }
             Err(TryRecvError::Empty) => return (taken, true),

@@ -434,6 +434,7 @@ impl Conn {
         let s = &ctx.setup;
         let entry = s.catalog.get(job.id);
         let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
+        let spare = ctx.spare();
         let mut rec = Record {
             id: job.id,
             worker: s.index as u16,
@@ -441,7 +442,8 @@ impl Conn {
             warmup_by,
             intended_ns: job.intended_ns,
             input_tokens: entry.input_tokens,
-            events: ctx.event_vec(),
+            events: spare.events,
+            text: spare.text,
             ..Default::default()
         };
         ctx.counters.borrow_mut().requests += 1;

@@ -19,7 +19,7 @@ use crate::catalog::Catalog;
 use crate::clock::RunClock;
 use crate::collector::WorkerStats;
 use crate::plan::{Load, Plan};
-use crate::record::{EventStamp, Record, WarmupBy};
+use crate::record::{Record, Spare, WarmupBy};
 use crate::schedule::Schedule;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use lane::{Job, Lanes};
@@ -87,7 +87,7 @@ pub struct WorkerSetup {
     /// the clock starts, because building it walks every arrival.
     pub schedule: Option<Schedule>,
     pub records: Sender<Record>,
-    pub recycled: Receiver<Vec<EventStamp>>,
+    pub recycled: Receiver<Spare>,
     pub shared: Arc<Shared>,
     /// `https://` targets: every new connection shakes hands with this.
     pub tls: Option<TlsClient>,
@@ -132,7 +132,7 @@ pub(crate) struct Ctx {
     pub pacer: pacer::Pacer,
     pub counters: RefCell<Counters>,
     outbox: RefCell<VecDeque<Record>>,
-    free_events: RefCell<Vec<Vec<EventStamp>>>,
+    free_events: RefCell<Vec<Spare>>,
     pub cancel: lane::CancelBell,
     pub connects: Rc<lane::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
@@ -188,17 +188,21 @@ impl Ctx {
         }
     }
 
-    /// An empty event vector: recycled from the collector when possible.
-    pub fn event_vec(&self) -> Vec<EventStamp> {
+    /// Empty event and text buffers for a record: recycled from the collector when possible.
+    pub fn spare(&self) -> Spare {
         if let Some(v) = self.free_events.borrow_mut().pop() {
             return v;
         }
         if let Ok(mut v) = self.setup.recycled.try_recv() {
-            v.clear();
+            v.events.clear();
+            v.text.clear();
             return v;
         }
         self.counters.borrow_mut().event_vecs_allocated += 1;
-        Vec::with_capacity(event_capacity(&self.setup.catalog))
+        Spare {
+            events: Vec::with_capacity(event_capacity(&self.setup.catalog)),
+            text: Vec::new(),
+        }
     }
 
     /// Which warm-up rules arrival `id`, due at `intended_ns`, falls under.
@@ -229,7 +233,10 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let cpu_start_ns = crate::clock::thread_cpu_ns();
     let wall_start_ns = setup.clock.now_ns();
     let free = (0..PREALLOCATED_EVENT_VECS)
-        .map(|_| Vec::with_capacity(event_capacity(&setup.catalog)))
+        .map(|_| Spare {
+            events: Vec::with_capacity(event_capacity(&setup.catalog)),
+            text: Vec::new(),
+        })
         .collect();
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
