@@ -4,15 +4,14 @@
 //! Each command runs the built-in simulator on loopback with a few short points; the
 //! commands are serialized with one lock so they don't measure each other.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{lock, output, ringbench, Ran};
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use std::process::{Command, Stdio};
 
 /// Short points: 30 measured requests of 2 tokens, no cooldown.
 const SHORT: [&str; 6] = [
@@ -24,18 +23,8 @@ const SHORT: [&str; 6] = [
     "0s",
 ];
 
-fn ringbench(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ringbench"));
-    c.args(args).stdin(Stdio::null());
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    ringbench(args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn run(args: &[&str]) -> Ran {
+    output(&mut ringbench(args))
 }
 
 #[test]
@@ -44,11 +33,11 @@ fn sweep_exits_3_when_no_point_meets_the_slos_and_0_when_one_does() {
     let mut args = vec!["sweep", "--concurrency", "1,2", "--slo", "ttft:p95<0.001ms"];
     args.extend(SHORT);
     let out = run(&args);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).matches("FAIL").count(), 2);
+    assert_eq!(out.status.code(), Some(3), "{}", out.stderr);
+    assert_eq!(out.stdout.matches("FAIL").count(), 2);
     args[4] = "ttft:p95<60000ms";
     let out = run(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stderr);
     // Without SLOs there is no gate.
     let mut args = vec!["sweep", "--concurrency", "1"];
     args.extend(SHORT);
@@ -61,8 +50,8 @@ fn search_exits_3_when_even_the_lowest_load_fails() {
     let mut args = vec!["search", "--concurrency", "1", "--slo", "ttft:p95<0.001ms"];
     args.extend(SHORT);
     let out = run(&args);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    let stdout = &out.stdout;
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", out.stderr);
     assert!(stdout.contains("answer: concurrency = none"), "{stdout}");
     assert!(stdout.contains("lowest load"), "{stdout}");
 }
@@ -112,7 +101,7 @@ fn a_closed_stdout_ends_quietly_with_the_usual_status() {
     assert_eq!(code, Some(3), "{stderr}");
     // run with its stdout closed before the first line.
     let (code, stderr) = close_after(
-        ringbench(&[
+        ringbench([
             "run",
             "--request-count",
             "30",

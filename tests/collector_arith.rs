@@ -3,12 +3,17 @@
 //! hand in the comments. Percentiles come from a 3-significant-digit histogram, so they are
 //! checked to 0.1%; counts, sums, means, min and max are exact.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::out_dir;
 use ringbench::collector::{Collector, RunFacts, WorkerStats};
 use ringbench::plan::{Arrival, Load, Plan, Slo, SloMetric};
 use ringbench::record::{EventStamp, OslSource, Outcome, Record};
 use ringbench::report;
 use ringbench::summary::Summary;
-use std::path::PathBuf;
 
 const MS: u64 = 1_000_000;
 
@@ -135,12 +140,6 @@ fn has_warning(s: &Summary, needle: &str) -> bool {
     s.warnings.iter().any(|w| w.contains(needle))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 #[test]
 fn per_request_latencies_are_exact() {
     let s = run(&Plan::defaults(), &[request_a(), request_b()], facts(2));
@@ -203,7 +202,7 @@ fn warmup_is_excluded_from_every_figure_but_counted_and_logged() {
     warm.warmup = true;
     let mut warm_failed = failed(10, Outcome::Timeout, 0, 0, 2_000);
     warm_failed.warmup = true;
-    let dir = temp_dir("warmup");
+    let dir = out_dir("warmup");
     let plan = Plan::defaults();
     let mut c = Collector::new(&plan, Some(&dir)).unwrap();
     for r in [&warm, &warm_failed, &request_a(), &request_b()] {
@@ -234,7 +233,7 @@ fn warmup_is_excluded_from_every_figure_but_counted_and_logged() {
 
 #[test]
 fn requests_jsonl_is_enough_to_recompute_a_request() {
-    let dir = temp_dir("jsonl");
+    let dir = out_dir("jsonl");
     let plan = Plan::defaults();
     let mut c = Collector::new(&plan, Some(&dir)).unwrap();
     let mut b = request_b();
@@ -521,7 +520,7 @@ fn nothing_measured_gives_nulls_not_zeros() {
 #[test]
 fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
     let s = run(&Plan::defaults(), &[request_a(), request_b()], facts(2));
-    let dir = temp_dir("summary");
+    let dir = out_dir("summary");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("summary.json"), "{\"old\": true}").unwrap();
     report::write_summary_json(&dir, &s).unwrap();

@@ -3,56 +3,16 @@
 //! itself. Runs are serialized (one lock): they share two cores, and the timing assertions
 //! must not measure another test's load.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, f, lock, made_dir, output, read_json, ringbench, run_summary, sim_plan, u};
 use ringbench::plan::{Arrival, IoDriver, Load, Plan, Slo, SloMetric, Stop};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Client on the first CPU, simulator on the last (the same one on a 1-CPU machine).
-fn sim_plan() -> Plan {
-    let cpus = ringbench::cli::online_cpus();
-    let mut p = Plan::defaults();
-    p.progress = false;
-    p.cpus = vec![cpus[0]];
-    p.sim.as_mut().unwrap().cpus = vec![cpus[cpus.len() - 1]];
-    p
-}
-
-fn run(p: &Plan) -> Value {
-    let summary = ringbench::run::run(p, |_, _| {}).expect("the run completes");
-    serde_json::to_value(&summary).expect("the summary serializes")
-}
-
-fn u(v: &Value, path: &str) -> u64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = match k.parse::<usize>() {
-            Ok(i) => &cur[i],
-            Err(_) => &cur[k],
-        };
-    }
-    cur.as_u64()
-        .unwrap_or_else(|| panic!("{path} is not an integer: {cur}"))
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = match k.parse::<usize>() {
-            Ok(i) => &cur[i],
-            Err(_) => &cur[k],
-        };
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
-}
+use std::process::Stdio;
 
 fn assert_counts_add_up(s: &Value) {
     let sent = u(s, "counts.sent");
@@ -79,7 +39,7 @@ fn closed_loop_fault_free_run_has_every_request_ok() {
         request_count: Some(400),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_counts_add_up(&s);
     assert_eq!(u(&s, "counts.scheduled"), 400);
     assert_eq!(u(&s, "counts.ok"), 400);
@@ -109,7 +69,7 @@ fn open_loop_sends_the_whole_schedule_at_the_target_rate() {
         request_count: None,
         duration_ns: Some(2_000_000_000),
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_counts_add_up(&s);
     let scheduled = u(&s, "counts.scheduled");
     assert!(
@@ -137,7 +97,7 @@ fn simulated_delays_are_measured_within_bounds() {
         request_count: Some(40),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 40);
     let ttft = f(&s, "latency_ms.ttft.p50");
     let tpot = f(&s, "latency_ms.tpot.p50");
@@ -164,14 +124,14 @@ fn goodput_counts_only_requests_within_every_slo() {
         metric: SloMetric::Ttft,
         max_ms: 5.0,
     }];
-    let strict = run(&p);
+    let strict = run_summary(&p);
     assert_eq!(f(&strict, "throughput.good_fraction"), 0.0);
     assert_eq!(f(&strict, "throughput.goodput_requests_per_s"), 0.0);
     p.goodput = vec![Slo {
         metric: SloMetric::Ttft,
         max_ms: 500.0,
     }];
-    let loose = run(&p);
+    let loose = run_summary(&p);
     assert_eq!(f(&loose, "throughput.good_fraction"), 1.0);
 }
 
@@ -185,7 +145,7 @@ fn warmup_requests_are_excluded_and_counted() {
         request_count: Some(50),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_counts_add_up(&s);
     assert_eq!(u(&s, "counts.warmup"), 10);
     assert_eq!(u(&s, "latency_ms.ttft.count"), 50);
@@ -201,7 +161,7 @@ fn epoll_driver_runs_and_says_so() {
         request_count: Some(100),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 100);
     assert_eq!(s["overhead"]["io_driver"], "epoll");
 }
@@ -219,7 +179,7 @@ fn io_uring_driver_is_used_where_the_kernel_allows_it() {
         request_count: Some(50),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 50);
     assert_eq!(s["overhead"]["io_driver"], "io_uring");
 }
@@ -233,7 +193,7 @@ fn non_streaming_requests_have_only_end_to_end_latency() {
         request_count: Some(30),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 30);
     assert_eq!(u(&s, "latency_ms.e2e.count"), 30);
     assert_eq!(u(&s, "latency_ms.ttft.count"), 0);
@@ -263,7 +223,7 @@ fn refused_connections_are_failures_not_latencies() {
         request_count: Some(20),
         duration_ns: None,
     };
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_counts_add_up(&s);
     assert_eq!(u(&s, "counts.failed"), 20);
     assert_eq!(u(&s, "counts.failed_by_kind.connect"), 20);
@@ -275,11 +235,8 @@ fn refused_connections_are_failures_not_latencies() {
 #[test]
 fn binary_against_a_separate_simulator_process() {
     let _g = lock();
-    let bin = env!("CARGO_BIN_EXE_ringbench");
-    let cpus = ringbench::cli::online_cpus();
-    let (client_cpu, sim_cpu) = (cpus[0], cpus[cpus.len() - 1]);
-    let mut sim = Command::new(bin)
-        .args(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
+    let (client_cpu, sim_cpu) = cpu_pair();
+    let mut sim = ringbench(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
         .stdout(Stdio::piped())
         .spawn()
         .expect("the simulator starts");
@@ -292,33 +249,31 @@ fn binary_against_a_separate_simulator_process() {
         .strip_prefix("listening on ")
         .expect("first line names the address")
         .to_string();
-    let out = tempdir("binary-run");
-    let status = Command::new(bin)
-        .args([
-            "run",
-            "--url",
-            &format!("http://{addr}"),
-            "--request-rate",
-            "1000",
-            "--duration",
-            "5s",
-        ])
-        .args([
-            "--output-tokens",
-            "16",
-            "--cpus",
-            &client_cpu.to_string(),
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .expect("the client runs");
+    let out = made_dir("binary-run");
+    let status = ringbench([
+        "run",
+        "--url",
+        &format!("http://{addr}"),
+        "--request-rate",
+        "1000",
+        "--duration",
+        "5s",
+    ])
+    .args([
+        "--output-tokens",
+        "16",
+        "--cpus",
+        &client_cpu.to_string(),
+        "--quiet",
+        "--out",
+    ])
+    .arg(&out)
+    .stdout(Stdio::null())
+    .status()
+    .expect("the client runs");
     let _ = sim.kill();
     let _ = sim.wait();
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s = read_json(&out.join("summary.json"));
     assert!(
         status.code() == Some(0) || status.code() == Some(4),
         "exit {status:?}"
@@ -344,11 +299,8 @@ fn binary_against_a_separate_simulator_process() {
 #[test]
 fn sim_stats_interval_prints_the_counters() {
     let _g = lock();
-    let bin = env!("CARGO_BIN_EXE_ringbench");
-    let cpus = ringbench::cli::online_cpus();
-    let (client_cpu, sim_cpu) = (cpus[0], cpus[cpus.len() - 1]);
-    let mut sim = Command::new(bin)
-        .args(["sim", "--port", "0", "--stats-interval", "50ms"])
+    let (client_cpu, sim_cpu) = cpu_pair();
+    let mut sim = ringbench(["sim", "--port", "0", "--stats-interval", "50ms"])
         .args(["--cpus", &sim_cpu.to_string()])
         .stdout(Stdio::piped())
         .spawn()
@@ -361,19 +313,18 @@ fn sim_stats_interval_prints_the_counters() {
         .to_string();
     let before: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(u(&before, "stats.requests"), 0, "{before}");
-    let status = Command::new(bin)
-        .args([
-            "run",
-            "--url",
-            &format!("http://{addr}"),
-            "-m",
-            "ringbench-sim",
-        ])
-        .args(["--request-count", "20", "--request-rate", "200", "--quiet"])
-        .args(["--cpus", &client_cpu.to_string(), "--allow-invalid"])
-        .stdout(Stdio::null())
-        .status()
-        .expect("the client runs");
+    let status = ringbench([
+        "run",
+        "--url",
+        &format!("http://{addr}"),
+        "-m",
+        "ringbench-sim",
+    ])
+    .args(["--request-count", "20", "--request-rate", "200", "--quiet"])
+    .args(["--cpus", &client_cpu.to_string(), "--allow-invalid"])
+    .stdout(Stdio::null())
+    .status()
+    .expect("the client runs");
     assert_eq!(status.code(), Some(0));
     // Lines queued in the pipe while the client ran; read on (at most 10 s of them) until
     // one counts all 20 requests.
@@ -404,7 +355,6 @@ fn sim_stats_interval_prints_the_counters() {
 
 #[test]
 fn bad_flags_exit_2_and_name_the_flag() {
-    let bin = env!("CARGO_BIN_EXE_ringbench");
     for (args, want) in [
         (vec!["run", "--url", "localhost:8000"], "--url"),
         (vec!["run", "--request-rate", "0"], "--request-rate"),
@@ -412,18 +362,11 @@ fn bad_flags_exit_2_and_name_the_flag() {
         (vec!["sim", "--stats-interval", "0"], "--stats-interval"),
         (vec!["sim", "--stats-interval", "500us"], "--stats-interval"),
     ] {
-        let out = Command::new(bin).args(&args).output().unwrap();
+        let out = output(&mut ringbench(&args));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = &out.stderr;
         assert!(err.contains(want), "{args:?}: {err}");
     }
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ringbench-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A server that replays a captured response (real bytes from `../shared/fixtures`) for
@@ -475,17 +418,8 @@ fn replay_server(
 }
 
 fn fixture(path: &str) -> Vec<u8> {
-    let mut dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    loop {
-        let candidate = dir.join("shared/fixtures/sse").join(path);
-        if candidate.exists() {
-            return std::fs::read(candidate).unwrap();
-        }
-        assert!(
-            dir.pop(),
-            "../shared/fixtures/sse/{path} not found above the crate"
-        );
-    }
+    let file = common::fixtures_dir().join(path);
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
 fn replay_plan(port: u16, count: u64) -> Plan {
@@ -514,7 +448,7 @@ fn a_server_that_closes_after_every_response_costs_no_failure() {
         true,
         20,
     );
-    let s = run(&replay_plan(port, 20));
+    let s = run_summary(&replay_plan(port, 20));
     assert_eq!(server.join().unwrap(), 20);
     assert_counts_add_up(&s);
     assert_eq!(u(&s, "counts.ok"), 20, "{}", s["counts"]);
@@ -530,7 +464,7 @@ fn a_server_that_closes_after_every_response_costs_no_failure() {
 fn real_vllm_bytes_on_a_kept_alive_connection_measure_like_the_fixture_says() {
     let _g = lock();
     let (port, server) = replay_server(fixture("vllm-cpu/chat_stream_usage.wire.bin"), false, 20);
-    let s = run(&replay_plan(port, 20));
+    let s = run_summary(&replay_plan(port, 20));
     assert_eq!(server.join().unwrap(), 20);
     assert_eq!(u(&s, "counts.ok"), 20);
     // The fixture: usage says 8 completion tokens; the role-only first chunk is no token.

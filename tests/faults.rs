@@ -5,24 +5,23 @@
 //! the requests that were not faulted are measured as the simulator timed them. Runs are
 //! serialized (one lock per test binary) because they share two cores.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, f, lock, run_summary, u};
 use ringbench::plan::{Load, Plan, Slo, SloMetric, Stop};
 use ringbench::sim::fault::{FaultConfig, FaultSpec};
 use serde_json::Value;
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 const REQUESTS: u64 = 120;
 const TTFT_MS: f64 = 20.0;
 
 fn fault_plan(fault: &str, prob: f64) -> Plan {
-    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = cpu_pair();
     let mut p = Plan::defaults();
-    p.cpus = vec![cpus[0]];
+    p.cpus = vec![client_cpu];
     p.model = Some("ringbench-sim".into());
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {
@@ -37,7 +36,7 @@ fn fault_plan(fault: &str, prob: f64) -> Plan {
         max_ms: 10_000.0,
     }];
     let sim = p.sim.as_mut().unwrap();
-    sim.cpus = vec![cpus[cpus.len() - 1]];
+    sim.cpus = vec![sim_cpu];
     sim.ttft_ms = TTFT_MS;
     sim.faults = FaultConfig {
         faults: vec![format!("{fault}:{prob}").parse::<FaultSpec>().unwrap()],
@@ -46,27 +45,6 @@ fn fault_plan(fault: &str, prob: f64) -> Plan {
         slow_head_ms: 150,
     };
     p
-}
-
-fn run(p: &Plan) -> Value {
-    let summary = ringbench::run::run(p, |_, _| {}).expect("the run completes");
-    serde_json::to_value(&summary).expect("the summary serializes")
-}
-
-fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
-    path.split('.').fold(v, |cur, k| &cur[k])
-}
-
-fn u(v: &Value, path: &str) -> u64 {
-    at(v, path)
-        .as_u64()
-        .unwrap_or_else(|| panic!("{path} is not an integer: {}", at(v, path)))
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    at(v, path)
-        .as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number: {}", at(v, path)))
 }
 
 /// What every faulted run must show, whatever the fault. `kinds`: the failure kinds the
@@ -121,7 +99,7 @@ fn check_accounting(s: &Value, kind: Option<&str>) {
 
 fn fault_case(fault: &str, kind: Option<&str>) -> Value {
     let _g = lock();
-    let s = run(&fault_plan(fault, 0.2));
+    let s = run_summary(&fault_plan(fault, 0.2));
     check_accounting(&s, kind);
     s
 }
@@ -133,7 +111,7 @@ fn refuse_is_a_connect_failure_or_a_reset_before_the_head() {
     // or a connection that died before any response byte. Refusal is per connection and
     // connections are kept alive, so it takes a high probability to see several.
     let _g = lock();
-    let s = run(&fault_plan("refuse", 0.6));
+    let s = run_summary(&fault_plan("refuse", 0.6));
     check_accounting(&s, Some("connect|reset_before_head"));
 }
 
@@ -239,7 +217,7 @@ fn connect_timeout_bounds_a_connect_that_never_completes() {
     p.stop.request_count = Some(4);
     p.connect_timeout_ns = 200_000_000;
     let t0 = std::time::Instant::now();
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.failed"), 4, "{}", s["counts"]);
     assert_eq!(u(&s, "counts.failed_by_kind.connect"), 4);
     assert!(t0.elapsed().as_secs_f64() < 3.0, "{:?}", t0.elapsed());
@@ -264,7 +242,7 @@ fn an_open_loop_does_not_storm_a_server_that_does_not_accept() {
     };
     p.connect_timeout_ns = 200_000_000;
     let t0 = std::time::Instant::now();
-    let s = run(&p);
+    let s = run_summary(&p);
     // Every arrival is accounted for as a connect failure, none silently dropped...
     assert_eq!(u(&s, "counts.sent"), 900, "{}", s["counts"]);
     assert_eq!(
@@ -301,7 +279,7 @@ fn a_closed_port_is_a_connect_failure() {
     p.target = Some(ringbench::cli::parse_target(&format!("http://127.0.0.1:{port}")).unwrap());
     p.sim = None;
     p.stop.request_count = Some(8);
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.sent"), 8);
     assert_eq!(u(&s, "counts.failed_by_kind.connect"), 8, "{}", s["counts"]);
 }
@@ -361,11 +339,11 @@ fn a_second_run_against_the_same_endpoint_is_refused_unless_allowed() {
     );
     assert!(err.contains("--allow-concurrent"), "{err}");
     p.allow_concurrent = true;
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 4);
     drop(held);
     p.allow_concurrent = false;
-    let s = run(&p);
+    let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 4);
     // The run released its lock on the way out.
     drop(ringbench::lock::acquire(&sim.addr.to_string(), "now").unwrap());

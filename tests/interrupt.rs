@@ -3,28 +3,20 @@
 //! summary marked `interrupted` beside a `requests.jsonl` of whole lines; a second signal
 //! ends the process at once and still leaves only valid files. Runs are serialized.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{lock, out_dir, read_json, ringbench, signal, wait_within};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn out_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// A 20 s open-loop run whose requests each take 2 s (20 tokens, 100 ms apart).
 fn start(dir: &Path, grace: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_ringbench"))
-        .args(["run", "--request-rate", "40", "--duration", "20s"])
+    ringbench(["run", "--request-rate", "40", "--duration", "20s"])
         .args(["--output-tokens", "20", "--sim-itl-ms", "100", "--quiet"])
         .args(["--grace", grace, "--out"])
         .arg(dir)
@@ -32,25 +24,6 @@ fn start(dir: &Path, grace: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary starts")
-}
-
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
-
-fn wait_within(child: &mut Child, limit: Duration) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Every line parses as one JSON object; returns them.
@@ -78,8 +51,7 @@ fn sigint_stops_waits_the_grace_cancels_and_writes_an_interrupted_summary() {
     assert_eq!(code, 130);
     // Grace 300 ms, then cancel: the 2 s requests in flight cannot have finished.
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let s = read_json(&dir.join("summary.json"));
     let c = &s["counts"];
     let n = |k: &str| c[k].as_u64().unwrap();
     assert_eq!(s["interrupted"], Value::Bool(true));
@@ -99,8 +71,7 @@ fn sigint_stops_waits_the_grace_cancels_and_writes_an_interrupted_summary() {
     // Every file was renamed into place: no temporary name is left, and each parses.
     assert_eq!(ringbench::outfile::leftovers(&dir), Vec::<PathBuf>::new());
     for name in ["run.json", "vllm_result.json", "profile_export_aiperf.json"] {
-        let bytes = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        read_json(&dir.join(name));
     }
     lines_of(&dir.join("profile_export.jsonl"));
     // The interval log is whole; no request finished (2 s each, cut at 1.8 s), so it holds
@@ -120,8 +91,7 @@ fn a_long_grace_lets_in_flight_requests_finish() {
     std::thread::sleep(Duration::from_millis(1500));
     signal(&child, libc::SIGTERM);
     assert_eq!(wait_within(&mut child, Duration::from_secs(10)), 130);
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let s = read_json(&dir.join("summary.json"));
     let c = &s["counts"];
     assert_eq!(c["cancelled"], 0, "{c}");
     assert!(c["ok"].as_u64().unwrap() > 0, "{c}");

@@ -6,29 +6,23 @@
 //! the expected counts come from that tokenizer applied to the simulator's own text, fetched
 //! over plain HTTP. Runs are short and serialized.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, lock, made_dir, out_dir, read_jsonl, run_summary};
 use ringbench::collector::replay::{self, Overrides};
 use ringbench::plan::{Load, Plan, Stop};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use tokenizers::Tokenizer;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 const REQUESTS: u64 = 40;
 const OSL: u32 = 16;
 const TOKENS_PER_CHUNK: u32 = 3;
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ringbench-osl-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// The README and the source comments: real prose, a few hundred KB.
 fn shipped_text() -> Vec<String> {
@@ -85,8 +79,7 @@ fn trained_tokenizer() -> &'static Path {
         .build()
         .unwrap();
         tok.train(&mut trainer, shipped_text().into_iter()).unwrap();
-        let dir = out_dir("tok");
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = made_dir("tok");
         let path = dir.join("tokenizer.json");
         tok.save(&path, false).unwrap();
         path
@@ -120,9 +113,9 @@ fn sim_text() -> String {
 
 fn run(name: &str, usage: bool, tokenizer: bool) -> (PathBuf, Value) {
     let dir = out_dir(name);
-    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = cpu_pair();
     let mut p = Plan::defaults();
-    p.cpus = vec![cpus[0]];
+    p.cpus = vec![client_cpu];
     p.model = Some("ringbench-sim".into());
     p.load = Load::Closed { concurrency: 2 };
     p.stop = Stop {
@@ -135,21 +128,17 @@ fn run(name: &str, usage: bool, tokenizer: bool) -> (PathBuf, Value) {
         p.workload.tokenizer = Some(trained_tokenizer().to_path_buf());
     }
     let sim = p.sim.as_mut().unwrap();
-    sim.cpus = vec![cpus[cpus.len() - 1]];
+    sim.cpus = vec![sim_cpu];
     sim.itl_ms = 0.3;
     sim.tokens_per_chunk = TOKENS_PER_CHUNK;
     p.out_dir = Some(dir.clone());
     let _g = lock();
-    let s = ringbench::run::run(&p, |_, _| {}).expect("the run completes");
-    (dir, serde_json::to_value(&s).unwrap())
+    let s = run_summary(&p);
+    (dir, s)
 }
 
 fn lines(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("requests.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_jsonl(&dir.join("requests.jsonl"))
 }
 
 fn sources(s: &Value) -> (u64, u64, u64) {

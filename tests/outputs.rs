@@ -5,6 +5,12 @@
 //! separately. Runs go to the in-process simulator on loopback, bounded in count and time,
 //! one at a time.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, lock, out_dir, read_json, read_jsonl};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
@@ -12,27 +18,15 @@ use ringbench::plan::{Arrival, Load, Plan, Stop};
 use ringbench::sim::fault::{FaultConfig, FaultSpec};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ringbench-out-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+use std::sync::OnceLock;
 
 fn base_plan(dir: &Path) -> Plan {
-    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = cpu_pair();
     let mut p = Plan::defaults();
-    p.cpus = vec![cpus[0]];
+    p.cpus = vec![client_cpu];
     p.model = Some("ringbench-sim".into());
     let sim = p.sim.as_mut().unwrap();
-    sim.cpus = vec![cpus[cpus.len() - 1]];
+    sim.cpus = vec![sim_cpu];
     sim.itl_ms = 0.5;
     sim.tokens_per_chunk = 2;
     p.out_dir = Some(dir.to_path_buf());
@@ -42,8 +36,7 @@ fn base_plan(dir: &Path) -> Plan {
 fn run(p: &Plan) -> Value {
     let _g = lock();
     ringbench::run::run(p, |_, _| {}).expect("the run completes");
-    let dir = p.out_dir.as_ref().unwrap();
-    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+    read_json(&p.out_dir.as_ref().unwrap().join("summary.json"))
 }
 
 /// Open loop, 200 req/s for 1.5 s (so the interval logs span two or three seconds), with
@@ -145,8 +138,7 @@ fn interval_logs_hold_the_summarys_samples_second_by_second() {
 }
 
 fn schema() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json");
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json"))
 }
 
 fn schema_errors(instance: &Value) -> Vec<String> {
@@ -213,11 +205,9 @@ fn real_summaries_match_the_schema_and_broken_ones_do_not() {
 
 /// The warm-up rule of every line of `requests.jsonl`.
 fn warmup_lines(dir: &Path) -> Vec<(bool, Option<String>)> {
-    std::fs::read_to_string(dir.join("requests.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
+    read_jsonl(&dir.join("requests.jsonl"))
+        .iter()
+        .map(|v| {
             let by = v["warmup_by"].as_str().map(str::to_string);
             (v["warmup"].as_bool().unwrap(), by)
         })

@@ -5,7 +5,10 @@
 //! on the cuts. Known facts of each capture are then checked. No I/O beyond reading the
 //! fixture files; the folder must exist (a missing folder fails, it never passes silently).
 
-use std::path::{Path, PathBuf};
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
 
 use ringbench::extract::{EventInfo, Usage};
 use ringbench::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
@@ -88,26 +91,9 @@ impl Rng {
     }
 }
 
-fn fixtures_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = std::env::var_os("RINGBENCH_FIXTURES")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(manifest.ancestors().map(|a| a.join("shared/fixtures/sse")))
-        .find(|p| p.is_dir());
-    match found {
-        Some(dir) => dir,
-        None => panic!(
-            "fixture folder shared/fixtures/sse not found beside or above {} \
-             (set RINGBENCH_FIXTURES to its path)",
-            manifest.display()
-        ),
-    }
-}
-
 /// Every `<server>/<name>.wire.bin`, as ("server/name", bytes), sorted.
 fn wire_fixtures() -> Vec<(String, Vec<u8>)> {
-    let dir = fixtures_dir();
+    let dir = common::fixtures_dir();
     let mut out = Vec::new();
     for server in std::fs::read_dir(&dir).expect("read fixture dir") {
         let server = server.expect("dir entry").path();

@@ -3,6 +3,12 @@
 //! samples made from each tool's documented format. One simulator run (bounded: 300
 //! requests on loopback) is shared by every test that needs real files.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, made_dir, out_dir, read_json, read_jsonl};
 use ringbench::collector::definitions::{Definitions, ToolView};
 use ringbench::collector::replay::{self, Overrides};
 use ringbench::plan::{Plan, Slo, SloMetric};
@@ -17,13 +23,12 @@ const MS: u64 = 1_000_000;
 fn run_dir() -> &'static Path {
     static DIR: OnceLock<(PathBuf, Summary)> = OnceLock::new();
     &DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("ringbench-records-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let cpus = ringbench::cli::online_cpus();
+        let dir = out_dir("run");
+        let (client_cpu, sim_cpu) = cpu_pair();
         let mut p = Plan::defaults();
-        p.cpus = vec![cpus[0]];
+        p.cpus = vec![client_cpu];
         let sim = p.sim.as_mut().unwrap();
-        sim.cpus = vec![cpus[cpus.len() - 1]];
+        sim.cpus = vec![sim_cpu];
         sim.itl_ms = 0.2;
         sim.tokens_per_chunk = 2;
         p.load = ringbench::plan::Load::Closed { concurrency: 4 };
@@ -82,8 +87,7 @@ fn report_overrides_change_only_what_they_name() {
 
 #[test]
 fn a_broken_line_is_named_with_file_and_line() {
-    let dir = std::env::temp_dir().join(format!("ringbench-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = made_dir("broken");
     std::fs::copy(run_dir().join("run.json"), dir.join("run.json")).unwrap();
     let good = std::fs::read_to_string(run_dir().join("requests.jsonl")).unwrap();
     let first = good.lines().next().unwrap();
@@ -211,8 +215,7 @@ fn definitions_skip_warmup_and_failures() {
 /// request above, sent at 0) and request B (sent at 10 ms: role chunk 11, tokens at 15, 17,
 /// 19, done 20, usage says 3), and a 503 sent at 12 ms that ends at 13 ms.
 fn hand_dir(name: &str, percentiles: Vec<f64>) -> (PathBuf, Summary) {
-    let dir = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = out_dir(name);
     let mut plan = Plan::defaults();
     plan.percentiles = percentiles;
     let mut c = ringbench::collector::Collector::new(&plan, Some(&dir)).unwrap();
@@ -296,8 +299,7 @@ fn vllm_export_has_vllms_keys_units_and_figures() {
     use ringbench::export::{self, ExportKind};
     let (dir, s) = hand_dir("vllm", vec![99.0]);
     export::write_all(&dir, &dir, &s, &[ExportKind::Vllm]).unwrap();
-    let got: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("vllm_result.json")).unwrap()).unwrap();
+    let got = read_json(&dir.join("vllm_result.json"));
     let want: serde_json::Value = serde_json::from_str(VLLM_SAMPLE).unwrap();
     for (k, v) in want.as_object().unwrap() {
         let g = got.get(k).unwrap_or_else(|| panic!("vLLM key {k} missing"));
@@ -350,9 +352,7 @@ fn aiperf_exports_have_aiperfs_shape_and_figures() {
     use ringbench::export::{self, ExportKind};
     let (dir, s) = hand_dir("aiperf", vec![50.0]);
     export::write_all(&dir, &dir, &s, &[ExportKind::Aiperf]).unwrap();
-    let agg: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("profile_export_aiperf.json")).unwrap())
-            .unwrap();
+    let agg = read_json(&dir.join("profile_export_aiperf.json"));
     for metric in [
         "request_latency",
         "time_to_first_token",
@@ -377,11 +377,7 @@ fn aiperf_exports_have_aiperfs_shape_and_figures() {
     assert_eq!(agg["error_request_count"], 1);
     assert_eq!(agg["error_summary"][0]["error_details"]["code"], 503);
 
-    let text = std::fs::read_to_string(dir.join("profile_export.jsonl")).unwrap();
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = read_jsonl(&dir.join("profile_export.jsonl"));
     assert_eq!(lines.len(), 3);
     let want: serde_json::Value = serde_json::from_str(AIPERF_JSONL_SAMPLE).unwrap();
     for part in ["metadata", "metrics"] {

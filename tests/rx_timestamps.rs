@@ -3,24 +3,19 @@
 //! readiness differently), and the null path when the flag is off. Runs are short, bounded
 //! by count, and serialized by one lock like tests/e2e.rs.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{lock, run_summary, sim_plan};
 use ringbench::plan::{IoDriver, Load, Plan, Stop};
 use serde_json::Value;
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Closed loop, 4 users, 200 requests of 16 tokens; client on the first CPU, simulator on
 /// the last.
 fn plan(driver: IoDriver, rx_timestamps: bool) -> Plan {
-    let cpus = ringbench::cli::online_cpus();
-    let mut p = Plan::defaults();
-    p.progress = false;
-    p.cpus = vec![cpus[0]];
-    p.sim.as_mut().unwrap().cpus = vec![cpus[cpus.len() - 1]];
+    let mut p = sim_plan();
     p.io_driver = driver;
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {
@@ -29,11 +24,6 @@ fn plan(driver: IoDriver, rx_timestamps: bool) -> Plan {
     };
     p.rx_timestamps = rx_timestamps;
     p
-}
-
-fn run(p: &Plan) -> Value {
-    let summary = ringbench::run::run(p, |_, _| {}).expect("the run completes");
-    serde_json::to_value(&summary).expect("the summary serializes")
 }
 
 /// Every read with data carried a stamp, every delay is non-negative and below a second
@@ -85,7 +75,7 @@ fn unstamped_reads(s: &Value) -> u64 {
 #[test]
 fn epoll_reads_carry_kernel_receive_stamps() {
     let _g = lock();
-    let s = run(&plan(IoDriver::Epoll, true));
+    let s = run_summary(&plan(IoDriver::Epoll, true));
     assert_stamped(&s, "epoll");
 }
 
@@ -96,14 +86,14 @@ fn io_uring_reads_carry_kernel_receive_stamps() {
         return;
     }
     let _g = lock();
-    let s = run(&plan(IoDriver::Uring, true));
+    let s = run_summary(&plan(IoDriver::Uring, true));
     assert_stamped(&s, "io_uring");
 }
 
 #[test]
 fn without_the_flag_the_delay_is_null_with_the_reason() {
     let _g = lock();
-    let s = run(&plan(IoDriver::Auto, false));
+    let s = run_summary(&plan(IoDriver::Auto, false));
     assert_eq!(s["counts"]["ok"], 200);
     let o = &s["overhead"];
     assert!(

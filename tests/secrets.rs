@@ -2,19 +2,21 @@
 //! `OPENAI_API_KEY`) and secret-looking `--header` values appear in no output file, not on
 //! stdout, not on stderr, whether the run succeeds, fails or is refused.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{out_dir, output};
 use std::path::Path;
-use std::process::Command;
 
 const KEY: &str = "sk-LEAKCHECK-4f1d2a";
 const BEARER: &str = "LEAKCHECK-bearer-77";
 const TOKEN: &str = "LEAKCHECK-token-93";
 
 fn ringbench(args: &[&str], env_key: bool, dir: &Path) -> String {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbench"));
-    cmd.args(args)
-        .arg("--out")
-        .arg(dir)
-        .env_remove("OPENAI_API_KEY");
+    let mut cmd = common::ringbench(args);
+    cmd.arg("--out").arg(dir).env_remove("OPENAI_API_KEY");
     if env_key {
         cmd.env("OPENAI_API_KEY", KEY);
     } else {
@@ -23,12 +25,8 @@ fn ringbench(args: &[&str], env_key: bool, dir: &Path) -> String {
     cmd.args(["--header", &format!("Authorization: Bearer {BEARER}")])
         .args(["--header", &format!("X-Session-Token:{TOKEN}")])
         .args(["--header", "X-Team:visible-team"]);
-    let out = cmd.output().expect("the binary runs");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    let out = output(&mut cmd);
+    out.stdout + &out.stderr
 }
 
 /// Every file under `dir`, as bytes (binary exports included).
@@ -60,8 +58,7 @@ fn assert_no_secret(console: &str, dir: &Path) {
 
 #[test]
 fn no_output_holds_the_key_or_a_secret_header() {
-    let dir = std::env::temp_dir().join(format!("ringbench-secrets-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = out_dir("run");
     for env_key in [false, true] {
         let console = ringbench(&["run", "--request-count", "20"], env_key, &dir);
         assert!(console.contains("Successful requests"), "{console}");

@@ -4,38 +4,21 @@
 //! what was measured, exit 130). Every run uses the binary's built-in simulator on
 //! loopback and lasts a few seconds; runs are serialized with one lock, as in e2e.rs.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{lock, out_dir, output, read_json, signal, wait_within, Ran};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ringbench-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn ringbench(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringbench"))
-        .args(args)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn json(path: &Path) -> Value {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+fn ringbench(args: &[&str], dir: &Path) -> Ran {
+    output(common::ringbench(args).arg("--out").arg(dir))
 }
 
 /// `--max-lag` is in ms and must be above 0: a nanosecond bound no real send meets, so
@@ -69,14 +52,14 @@ fn sweep_with_an_invalid_point_exits_4_and_marks_it_unless_allowed() {
     args.extend(SHORT);
     args.extend(IMPOSSIBLE_LAG);
     let out = ringbench(&args, &dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
         stderr.contains("--max-lag"),
         "the reason is printed: {stderr}"
     );
     assert!(stderr.contains("invalid (client overhead) at loads [100.0, 200.0]"));
-    let s = json(&dir.join("sweep.json"));
+    let s = read_json(&dir.join("sweep.json"));
     for p in s["points"].as_array().unwrap() {
         assert_eq!(p["valid"], false, "{}", p["load"]);
         let why = p["invalid_reasons"][0].as_str().unwrap();
@@ -98,9 +81,9 @@ fn sweep_with_an_invalid_point_exits_4_and_marks_it_unless_allowed() {
     // --allow-invalid applies to every point: exit 0, the points still marked.
     args.push("--allow-invalid");
     let out = ringbench(&args, &dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let s = json(&dir.join("sweep.json"));
+    let s = read_json(&dir.join("sweep.json"));
     for p in s["points"].as_array().unwrap() {
         assert_eq!(
             (&p["valid"], &p["pass"]),
@@ -119,11 +102,11 @@ fn search_with_invalid_probes_exits_4_counting_them_as_failing_unless_allowed() 
     args.extend(SHORT);
     args.extend(IMPOSSIBLE_LAG);
     let out = ringbench(&args, &dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     // Every probe invalid, so none passes: 4 comes before 3 (no passing load).
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("probe 1 load 100 invalid") && stderr.contains("--max-lag"));
-    let s = json(&dir.join("search.json"));
+    let s = read_json(&dir.join("search.json"));
     assert!(s["answer"].is_null());
     let probes = s["probes"].as_array().unwrap();
     assert!(!probes.is_empty());
@@ -140,9 +123,9 @@ fn search_with_invalid_probes_exits_4_counting_them_as_failing_unless_allowed() 
     // Allowed, the same figures pass: 100 then 200 req/s, and the iterations end it.
     args.push("--allow-invalid");
     let out = ringbench(&args, &dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let s = json(&dir.join("search.json"));
+    let s = read_json(&dir.join("search.json"));
     assert_eq!(s["answer"], 200.0);
     assert_eq!(s["probes"][1]["valid"], false);
     let _ = std::fs::remove_dir_all(&dir);
@@ -150,8 +133,7 @@ fn search_with_invalid_probes_exits_4_counting_them_as_failing_unless_allowed() 
 
 /// Starts the binary with stdout piped; its lines arrive on the channel as printed.
 fn spawn_with_lines(args: &[&str], dir: &Path) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringbench"))
-        .args(args)
+    let mut child = common::ringbench(args)
         .arg("--out")
         .arg(dir)
         .stdout(Stdio::piped())
@@ -181,19 +163,10 @@ fn wait_for_line(rx: &mpsc::Receiver<String>, starts: &str) -> String {
 }
 
 fn sigint_and_wait(child: &mut Child, limit: Duration) -> (i32, Duration) {
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    signal(child, libc::SIGINT);
     let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return (status.code().unwrap_or(-1), t0.elapsed());
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let code = wait_within(child, limit);
+    (code, t0.elapsed())
 }
 
 /// No temporary name left in `dir` or any folder under it.
@@ -238,7 +211,7 @@ fn sigint_mid_sweep_keeps_what_was_measured_and_exits_130() {
     assert_eq!(code, 130);
     // The grace (200 ms) and the files, not the 1.5 s left of the point nor the third one.
     assert!(took < Duration::from_millis(1500), "{took:?}");
-    let s = json(&dir.join("sweep.json"));
+    let s = read_json(&dir.join("sweep.json"));
     assert_eq!(s["interrupted"], true);
     let points = s["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "the third point never started");
@@ -263,7 +236,7 @@ fn sigint_mid_sweep_keeps_what_was_measured_and_exits_130() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Interrupted"));
     assert!(!dir.join("points/c4-1").exists());
-    json(&dir.join("points/c2-1/summary.json"));
+    read_json(&dir.join("points/c2-1/summary.json"));
     no_leftovers(&dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -279,7 +252,7 @@ fn sigint_mid_search_writes_the_history_and_exits_130() {
     std::thread::sleep(Duration::from_millis(500));
     let (code, _) = sigint_and_wait(&mut child, Duration::from_secs(10));
     assert_eq!(code, 130);
-    let s = json(&dir.join("search.json"));
+    let s = read_json(&dir.join("search.json"));
     assert_eq!(s["interrupted"], true);
     assert!(s["stop_reason"].as_str().unwrap().contains("interrupted"));
     let probes = s["probes"].as_array().unwrap();

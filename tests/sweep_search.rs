@@ -5,26 +5,22 @@
 //! what a one-user-step sweep finds. Points are short (200 requests of 2 tokens); runs are
 //! serialized with one lock, as in e2e.rs.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{lock, out_dir, read_json};
 use ringbench::plan::{Load, Plan};
 use ringbench::sweep::search::{search, SearchSpec};
 use ringbench::sweep::slo::SloBound;
 use ringbench::sweep::{self, Axis, PointSpec};
-use std::sync::Mutex;
 use std::time::Duration;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
+/// The simulator with its load model on: TTFT 2 ms plus 4 ms per other request in flight.
 fn sim_plan() -> Plan {
-    let cpus = ringbench::cli::online_cpus();
-    let mut p = Plan::defaults();
-    p.progress = false;
-    p.cpus = vec![cpus[0]];
+    let mut p = common::sim_plan();
     let sim = p.sim.as_mut().unwrap();
-    sim.cpus = vec![cpus[cpus.len() - 1]];
     sim.ttft_ms = 2.0;
     sim.ttft_per_inflight_ms = 4.0;
     p.output_tokens = 2;
@@ -43,12 +39,6 @@ fn spec() -> PointSpec {
         // not the client's overhead (tests/sweep_cli.rs covers that), so such points count.
         allow_invalid: true,
     }
-}
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ringbench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
 }
 
 #[test]
@@ -100,7 +90,7 @@ fn sweep_writes_json_and_csv_and_no_knee_on_a_falling_curve() {
     let _g = lock();
     let plan = sim_plan();
     let spec = spec();
-    let dir = tmp("sweep");
+    let dir = out_dir("sweep");
     let loads = sweep::parse_grid("log:1:64:6", Axis::Concurrency).unwrap();
     let mut seen = 0;
     let s = sweep::sweep(&plan, &spec, &loads, Duration::ZERO, Some(&dir), |_| {
@@ -130,8 +120,7 @@ fn sweep_writes_json_and_csv_and_no_knee_on_a_falling_curve() {
     let hp = s.analysis.highest_pass.unwrap();
     assert!(crossing >= hp, "{crossing} < {hp}");
     sweep::output::write_sweep(&dir, &s).unwrap();
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).unwrap()).unwrap();
+    let json = read_json(&dir.join("sweep.json"));
     assert_eq!(json["points"].as_array().unwrap().len(), loads.len());
     assert!(json["points"][0]["runs"][0]["latency_ms"]["ttft"]["p95"].is_number());
     assert!(json["analysis"]["knee"].is_null());
@@ -387,7 +376,7 @@ fn timeline_plots_a_real_runs_summary() {
     plan.stop.request_count = None;
     plan.stop.duration_ns = Some(2_500_000_000);
     plan.load = Load::Closed { concurrency: 2 };
-    let dir = tmp("timeline");
+    let dir = out_dir("timeline");
     plan.out_dir = Some(dir.clone());
     let summary = ringbench::run::run(&plan, |_, _| {}).unwrap();
     let value = serde_json::to_value(&summary).unwrap();

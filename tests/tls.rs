@@ -3,15 +3,14 @@
 //! and an unknown issuer (the system roots) with a clear message before sending anything,
 //! and with `--insecure` runs anyway and says so in the warnings. Runs are serialized.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
+use common::{cpu_pair, lock, made_dir};
 use ringbench::plan::{Load, Plan, Stop};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 struct Certs {
     dir: PathBuf,
@@ -20,8 +19,7 @@ struct Certs {
 impl Certs {
     /// A self-signed certificate for `names`, valid now unless `expired`.
     fn make(tag: &str, names: &[&str], expired: bool) -> (Certs, PathBuf, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("ringbench-tls-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = made_dir(tag);
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params =
             rcgen::CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
@@ -45,9 +43,8 @@ impl Drop for Certs {
 }
 
 fn tls_sim(cert: &Path, key: &Path) -> ringbench::sim::SimHandle {
-    let cpus = ringbench::cli::online_cpus();
     ringbench::sim::start(ringbench::sim::SimConfig {
-        cpus: vec![cpus[cpus.len() - 1]],
+        cpus: vec![cpu_pair().1],
         tls: Some(ringbench::tls::server_config(cert, key).unwrap()),
         ..ringbench::sim::SimConfig::default()
     })
@@ -56,7 +53,7 @@ fn tls_sim(cert: &Path, key: &Path) -> ringbench::sim::SimHandle {
 
 fn https_plan(port: u16, cacert: Option<&Path>, insecure: bool) -> Plan {
     let mut p = Plan::defaults();
-    p.cpus = vec![ringbench::cli::online_cpus()[0]];
+    p.cpus = vec![cpu_pair().0];
     p.target = Some(ringbench::cli::parse_target(&format!("https://127.0.0.1:{port}")).unwrap());
     p.sim = None;
     p.load = Load::Closed { concurrency: 4 };

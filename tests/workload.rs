@@ -5,29 +5,20 @@
 //! Runs go against the in-process simulator on loopback, bounded in count, serialized by one
 //! lock.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
 #[path = "support/gpt2.rs"]
 mod gpt2;
 
+use common::{cpu_pair, lock, made_dir, output, read_json, read_jsonl, ringbench};
 use ringbench::dataset::{DatasetKind, DatasetSpec, Sampling};
 use ringbench::lengths::LengthDist;
 use ringbench::plan::{Load, Plan, Stop};
 use ringbench::workload::{prepare, PrefixSpec};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use tokenizers::Tokenizer;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringbench-wl-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// GPT-2's tokenizer (converted from tiktoken-rs's embedded r50k_base, see `support/gpt2.rs`).
 fn gpt2() -> &'static Path {
@@ -131,7 +122,7 @@ fn prompts_of_a_group_share_their_first_prefix_tokens_exactly() {
 #[test]
 fn production_log_lengths_are_replayed_exactly_with_synthetic_text() {
     let tok = Tokenizer::from_file(gpt2()).unwrap();
-    let dir = tempdir("logs");
+    let dir = made_dir("logs");
     let path = dir.join("log.jsonl");
     let lens = [(12u32, 3u32), (700, 40), (1, 9), (64, 64)];
     let text: String = lens
@@ -158,7 +149,7 @@ fn production_log_lengths_are_replayed_exactly_with_synthetic_text() {
 #[test]
 fn sharegpt_prompts_are_counted_and_answers_set_the_output_length() {
     let tok = Tokenizer::from_file(gpt2()).unwrap();
-    let dir = tempdir("sharegpt");
+    let dir = made_dir("sharegpt");
     let path = dir.join("sg.json");
     std::fs::write(
         &path,
@@ -202,11 +193,11 @@ fn without_a_tokenizer_the_approximation_is_named() {
 #[test]
 fn a_run_with_heavy_tailed_lengths_stores_the_workload_in_the_summary() {
     let _g = lock();
-    let cpus = ringbench::cli::online_cpus();
+    let (client_cpu, sim_cpu) = cpu_pair();
     let mut p = tok_plan(60);
     p.progress = false;
-    p.cpus = vec![cpus[0]];
-    p.sim.as_mut().unwrap().cpus = vec![cpus[cpus.len() - 1]];
+    p.cpus = vec![client_cpu];
+    p.sim.as_mut().unwrap().cpus = vec![sim_cpu];
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {
         request_count: Some(60),
@@ -237,26 +228,22 @@ fn a_run_with_heavy_tailed_lengths_stores_the_workload_in_the_summary() {
 #[test]
 fn the_binary_prints_the_workload_and_refuses_bad_input_with_exit_2() {
     let _g = lock();
-    let bin = env!("CARGO_BIN_EXE_ringbench");
-    let dir = tempdir("bin");
+    let dir = made_dir("bin");
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"prompt\":\"fine\"}\n{\"prompt\": 12}\n").unwrap();
-    let out = Command::new(bin)
-        .args(["run", "--quiet", "--dataset"])
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = output(ringbench(["run", "--quiet", "--dataset"]).arg(&bad));
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = &out.stderr;
     assert!(err.contains("bad.jsonl line 2"), "{err}");
-    let out = Command::new(bin)
-        .args(["run", "--quiet", "--tokenizer", "/nonexistent/t.json"])
-        .output()
-        .unwrap();
+    let out = output(&mut ringbench([
+        "run",
+        "--quiet",
+        "--tokenizer",
+        "/nonexistent/t.json",
+    ]));
     assert_eq!(out.status.code(), Some(2));
-    let cpus = ringbench::cli::online_cpus();
-    let out = Command::new(bin)
-        .args([
+    let out = output(
+        ringbench([
             "run",
             "--quiet",
             "--request-count",
@@ -266,13 +253,12 @@ fn the_binary_prints_the_workload_and_refuses_bad_input_with_exit_2() {
             "--output-dist",
             "uniform:8:0.5",
             "--cpus",
-            &cpus[0].to_string(),
+            &cpu_pair().0.to_string(),
             "--tokenizer",
         ])
-        .arg(gpt2())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .arg(gpt2()),
+    );
+    let stdout = &out.stdout;
     assert!(
         out.status.success() || out.status.code() == Some(4),
         "{stdout}"
@@ -327,7 +313,7 @@ fn write_trace(name: &str, lines: &[Line]) -> PathBuf {
             format!("{{\"timestamp\":{t},\"input_length\":{i},\"output_length\":{o}{ids}}}\n")
         })
         .collect();
-    let path = tempdir(name).join("trace.jsonl");
+    let path = made_dir(name).join("trace.jsonl");
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -404,12 +390,10 @@ fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
 #[test]
 fn a_trace_is_replayed_at_its_times_with_its_lengths() {
     let _g = lock();
-    let bin = env!("CARGO_BIN_EXE_ringbench");
     let path = write_trace("replay", TRACE);
-    let out_dir = tempdir("replay-out");
-    let cpus = ringbench::cli::online_cpus();
-    let out = Command::new(bin)
-        .args([
+    let out_dir = made_dir("replay-out");
+    let out = output(
+        ringbench([
             "run",
             "--quiet",
             "--trace-block-size",
@@ -417,16 +401,14 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
             "--replay-speedup",
             "4",
         ])
-        .args(["--cpus", &cpus[0].to_string(), "--trace"])
+        .args(["--cpus", &cpu_pair().0.to_string(), "--trace"])
         .arg(&path)
         .arg("--tokenizer")
         .arg(gpt2())
         .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .arg(&out_dir),
+    );
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(
         out.status.success() || out.status.code() == Some(4),
         "{stdout}\n{stderr}"
@@ -446,11 +428,7 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
         "{stdout}"
     );
     assert!(stdout.contains("exact"), "{stdout}");
-    let log = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
-    let mut recs: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let mut recs = read_jsonl(&out_dir.join("requests.jsonl"));
     recs.sort_by_key(|r| r["id"].as_u64().unwrap());
     assert_eq!(recs.len(), TRACE.len(), "every line sent once");
     let t0 = recs[0]["intended_ns"].as_u64().unwrap();
@@ -462,8 +440,7 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
         // The simulator answers exactly max_tokens.
         assert_eq!(r["output_tokens"], *osl);
     }
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("summary.json")).unwrap()).unwrap();
+    let s = read_json(&out_dir.join("summary.json"));
     assert_eq!(s["counts"]["scheduled"], 6);
     assert_eq!(s["counts"]["ok"], 6);
     let rate = s["target"]["request_rate"].as_f64().unwrap();
@@ -484,19 +461,14 @@ fn a_trace_is_replayed_at_its_times_with_its_lengths() {
 
 #[test]
 fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
-    let bin = env!("CARGO_BIN_EXE_ringbench");
     let run = |args: &[&str], trace: &Path| {
-        let out = Command::new(bin)
-            .args(["run", "--quiet"])
-            .args(args)
-            .arg("--trace")
-            .arg(trace)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
+        let out = output(
+            ringbench(["run", "--quiet"])
+                .args(args)
+                .arg("--trace")
+                .arg(trace),
+        );
+        (out.status.code(), out.stderr)
     };
     // Made with 16-token blocks, replayed with Mooncake's 512.
     let mismatch = write_trace("mismatch", &[(0, 100, 1, &[1, 2, 3, 4, 5, 6, 7])]);
@@ -506,7 +478,7 @@ fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
         err.contains("line 1") && err.contains("--trace-block-size 16"),
         "{err}"
     );
-    let dir = tempdir("badline");
+    let dir = made_dir("badline");
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"timestamp\":0,\"input_length\":3,\"output_length\":1}\n{\"timestamp\":5,\"input_length\":-3}\n").unwrap();
     let (code, err) = run(&[], &bad);
@@ -532,9 +504,8 @@ fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
 #[test]
 fn the_console_puts_observed_prefix_reuse_beside_the_intended() {
     let _g = lock();
-    let cpus = ringbench::cli::online_cpus();
-    let out = Command::new(env!("CARGO_BIN_EXE_ringbench"))
-        .args([
+    let out = output(
+        ringbench([
             "run",
             "--quiet",
             "--prefix-groups",
@@ -549,10 +520,9 @@ fn the_console_puts_observed_prefix_reuse_beside_the_intended() {
             "2",
             "--allow-invalid",
         ])
-        .args(["--cpus", &cpus[0].to_string()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .args(["--cpus", &cpu_pair().0.to_string()]),
+    );
+    let stdout = &out.stdout;
     assert!(out.status.success(), "{stdout}");
     // The built-in simulator reports no cached tokens: the console says so, never 0%.
     let line = stdout
