@@ -22,6 +22,7 @@ use super::format::{self, Api, Reply, Status};
 use super::request::{self, Head, HeadError, Job, Route};
 use super::stats::{bump, ThreadStats};
 use super::tls_stream::SimStream;
+use super::truth::TruthBoard;
 use super::Settings;
 use crate::clock::mono_ns;
 
@@ -37,6 +38,8 @@ const FLUSH_BYTES: usize = 256 * 1024;
 pub(crate) struct Shared {
     pub settings: Arc<Settings>,
     pub stats: Arc<ThreadStats>,
+    /// All threads' truth histograms, read only by `GET /sim/truth`.
+    pub board: Arc<TruthBoard>,
     pub stopping: Cell<bool>,
     /// Open connections: socket fd and, once made, timer fd, so stop can wake them.
     pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
@@ -46,11 +49,17 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(settings: Arc<Settings>, stats: Arc<ThreadStats>, thread: u64) -> Self {
+    pub(crate) fn new(
+        settings: Arc<Settings>,
+        stats: Arc<ThreadStats>,
+        board: Arc<TruthBoard>,
+        thread: u64,
+    ) -> Self {
         Self {
             faults: FaultDraw::new(settings.faults.seed, thread),
             settings,
             stats,
+            board,
             stopping: Cell::new(false),
             live: RefCell::new(HashMap::new()),
             next_conn: Cell::new(0),
@@ -142,6 +151,9 @@ struct Conn {
     model: String,
     /// A `100 Continue` went out for the request now being received.
     continued: bool,
+    /// When the last read returned: every request served before the next read was
+    /// completed by it. The start of the truth figures (`truth.rs`).
+    read_ns: u64,
 }
 
 impl Conn {
@@ -156,6 +168,7 @@ impl Conn {
             ev: Vec::with_capacity(512),
             model: String::new(),
             continued: false,
+            read_ns: 0,
         }
     }
 
@@ -166,6 +179,7 @@ impl Conn {
             }
             // One stamp per read: every request completed by it arrived then.
             let mut arrival_ns = mono_ns();
+            self.read_ns = arrival_ns;
             loop {
                 match self.serve_next(arrival_ns).await? {
                     Next::Served { close: true } => return Ok(()),
@@ -240,6 +254,16 @@ impl Conn {
                 self.ev.clear();
                 self.reply_ev(Status::Ok, head.close).await
             }
+            Route::Truth | Route::TruthReset => {
+                // Off the serving path: allocates and takes the board's lock.
+                let board = &self.shared.board;
+                if head.route == Route::TruthReset {
+                    board.reset(mono_ns());
+                }
+                self.ev.clear();
+                let _ = serde_json::to_writer(&mut self.ev, &board.window(mono_ns()));
+                self.reply_ev(Status::Ok, head.close).await
+            }
             Route::NotFound | Route::MethodNotAllowed => {
                 bump(&self.shared.stats.not_found, 1);
                 let (status, msg) = match head.route {
@@ -285,6 +309,7 @@ impl Conn {
         let reply = reply_of(&plan, &model, self.next_seq());
         let due = |event: u32| first_ns + u64::from(event) * itl_ns;
         let mut next = 0u32;
+        let mut first_written = false;
         while next < events {
             self.sleep_until(due(next)).await?;
             let now = mono_ns();
@@ -304,6 +329,18 @@ impl Conn {
                 self.push_tail(&reply, now);
             }
             self.write_out().await?;
+            // The first write carries content (its deadline has passed); one clock read
+            // serves both figures when it is also the last.
+            if !first_written || next == events {
+                let since_read_ns = mono_ns().saturating_sub(self.read_ns);
+                if !first_written {
+                    first_written = true;
+                    self.shared.stats.ttft.record(since_read_ns);
+                }
+                if next == events {
+                    self.shared.stats.e2e.record(since_read_ns);
+                }
+            }
         }
         self.model = model;
         Ok(())

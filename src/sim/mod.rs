@@ -2,11 +2,12 @@
 //! the client flow (schedule → worker → http → sse → extract → record → collector → report)
 //! only ever talks to it over loopback. It serves OpenAI-compatible `POST
 //! /v1/chat/completions` and `POST /v1/completions` (streaming and not), `GET /v1/models`
-//! and `GET /health` over HTTP/1.1 keep-alive, in vLLM's exact wire format, and stamps every
-//! event with `"ringbench_ns"` (absolute `CLOCK_MONOTONIC`, taken just before the write that
-//! carries it) so a client on the same host can measure delivery delay. It may not depend
-//! on any client module, may not print, and must stay cheap: the point of a calibration run
-//! is that the client, not this server, is what gets measured.
+//! and `GET /health` (plus `GET /sim/truth` and `POST /sim/truth/reset`: its own measured
+//! per-request TTFT and E2E, see `truth.rs`) over HTTP/1.1 keep-alive, in vLLM's exact wire
+//! format, and stamps every event with `"ringbench_ns"` (absolute `CLOCK_MONOTONIC`, taken
+//! just before the write that carries it) so a client on the same host can measure delivery
+//! delay. It may not depend on any client module, may not print, and must stay cheap: the
+//! point of a calibration run is that the client, not this server, is what gets measured.
 //!
 //! Threads: one per entry of `cpus`, pinned, each its own monoio runtime and its own
 //! `SO_REUSEPORT` listener on the one shared port; threads share nothing but counters.
@@ -42,6 +43,7 @@ mod request;
 mod server;
 mod stats;
 mod tls_stream;
+mod truth;
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -51,11 +53,13 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 pub use stats::SimStats;
+pub use truth::TruthSummary;
 
 use crate::plan::IoDriver;
 use fdwait::StopBell;
 use server::{DriverUsed, ThreadSetup};
 use stats::ThreadStats;
+use truth::TruthBoard;
 
 /// How the simulator serves.
 #[derive(Clone, Debug)]
@@ -181,10 +185,20 @@ pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
         addr,
         threads: Vec::with_capacity(cpus.len()),
     };
-    for (index, cpu) in cpus.into_iter().enumerate() {
+    // Made before any thread starts, so each can serve `GET /sim/truth` for all of them.
+    let stats: Vec<_> = cpus.iter().map(|_| Arc::default()).collect();
+    let board = Arc::new(TruthBoard::new(stats.clone(), crate::clock::mono_ns()));
+    for (index, (cpu, stats)) in cpus.into_iter().zip(stats).enumerate() {
         // Threads after the first bind the port the first one got.
-        let (thread, bound) =
-            spawn_thread(index as u64, &settings, cpu, handle.addr, cfg.io_driver)?;
+        let (thread, bound) = spawn_thread(
+            index as u64,
+            &settings,
+            cpu,
+            handle.addr,
+            cfg.io_driver,
+            stats,
+            &board,
+        )?;
         handle.addr = bound;
         handle.threads.push(thread);
     }
@@ -197,10 +211,11 @@ fn spawn_thread(
     cpu: Option<usize>,
     addr: SocketAddr,
     driver: IoDriver,
+    stats: Arc<ThreadStats>,
+    board: &Arc<TruthBoard>,
 ) -> io::Result<(ThreadHandle, SocketAddr)> {
     let (bell, seed) = StopBell::new()?;
     let (ready, ready_rx) = mpsc::channel();
-    let stats = Arc::new(ThreadStats::default());
     let setup = ThreadSetup {
         index,
         settings: settings.clone(),
@@ -210,6 +225,7 @@ fn spawn_thread(
         stop: seed,
         stats: stats.clone(),
         ready,
+        board: board.clone(),
     };
     let join = std::thread::Builder::new()
         .name(format!("ringbench-sim-{index}"))
@@ -236,11 +252,8 @@ fn joined(join: JoinHandle<()>, e: io::Error) -> io::Error {
 impl SimHandle {
     /// Counters so far, summed over threads (CPU time read live from each thread's clock).
     pub fn stats(&self) -> SimStats {
-        let mut sum = SimStats::default();
-        for t in &self.threads {
-            t.stats.add_into(&mut sum);
-            sum.cpu_ns += live_cpu_ns(t);
-        }
+        let mut sum = stats::sum_threads(self.threads.iter().map(|t| &*t.stats));
+        sum.cpu_ns = self.threads.iter().map(live_cpu_ns).sum();
         sum.io_driver = driver_name(&self.threads);
         sum
     }
@@ -255,15 +268,15 @@ impl SimHandle {
         for t in &self.threads {
             t.bell.ring();
         }
-        let mut sum = SimStats {
-            io_driver: driver_name(&self.threads),
-            ..SimStats::default()
-        };
+        let io_driver = driver_name(&self.threads);
+        let mut stopped = Vec::with_capacity(self.threads.len());
         for t in self.threads.drain(..) {
             let _ = t.join.join();
-            t.stats.add_into(&mut sum);
-            sum.cpu_ns += t.stats.final_cpu_ns.load(Relaxed);
+            stopped.push(t.stats);
         }
+        let mut sum = stats::sum_threads(stopped.iter().map(|s| &**s));
+        sum.cpu_ns = stopped.iter().map(|s| s.final_cpu_ns.load(Relaxed)).sum();
+        sum.io_driver = io_driver;
         sum
     }
 }

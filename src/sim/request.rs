@@ -28,6 +28,10 @@ pub(crate) enum Route {
     Completion(Api),
     Models,
     Health,
+    /// `GET /sim/truth`: the simulator's own timing since the last reset (`truth.rs`).
+    Truth,
+    /// `POST /sim/truth/reset`: starts a new truth window.
+    TruthReset,
     NotFound,
     MethodNotAllowed,
 }
@@ -110,6 +114,8 @@ fn route(method: &str, path: &str) -> Route {
         "/v1/completions" => ("POST", Route::Completion(Api::Completions)),
         "/v1/models" => ("GET", Route::Models),
         "/health" => ("GET", Route::Health),
+        "/sim/truth" => ("GET", Route::Truth),
+        "/sim/truth/reset" => ("POST", Route::TruthReset),
         _ => return Route::NotFound,
     };
     if method == want {

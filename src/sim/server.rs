@@ -18,6 +18,7 @@ use monoio::{FusionRuntime, IoUringDriver, LegacyDriver, RuntimeBuilder};
 use super::conn::{self, Shared};
 use super::fdwait::{tighten_timer_slack, StopWait, StopWaitSeed};
 use super::stats::{bump, ThreadStats};
+use super::truth::TruthBoard;
 use super::Settings;
 use crate::clock::thread_cpu_ns;
 use crate::plan::IoDriver;
@@ -53,6 +54,8 @@ pub(crate) struct ThreadSetup {
     pub stop: StopWaitSeed,
     pub stats: Arc<ThreadStats>,
     pub ready: mpsc::Sender<io::Result<(SocketAddr, DriverUsed)>>,
+    /// Every thread's truth histograms, for `GET /sim/truth`.
+    pub board: Arc<TruthBoard>,
 }
 
 /// The thread body: pin, build the runtime, listen, report ready, serve until stopped.
@@ -128,7 +131,12 @@ async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
             return;
         }
     };
-    let shared = Rc::new(Shared::new(setup.settings, setup.stats, setup.index));
+    let shared = Rc::new(Shared::new(
+        setup.settings,
+        setup.stats,
+        setup.board,
+        setup.index,
+    ));
     if let Err(e) = set_nonblocking(&listener, true) {
         eprintln!("sim: listener: {e}");
         return;

@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use super::truth::{TruthHist, TruthPair, TruthSummary};
+
 /// What every simulator thread did, summed. Counted, never silent.
-#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SimStats {
     /// Listener threads running (or run).
     pub threads: u64,
@@ -37,6 +39,11 @@ pub struct SimStats {
     pub io_driver: String,
     /// Faults injected (`--fault`), requests and refused connections together.
     pub faults: u64,
+    /// Streamed completions, server side: from the read that completed the request to the
+    /// return of the write carrying the first content token (see `truth.rs`).
+    pub ttft_us: TruthSummary,
+    /// The same, to the return of the response's last write.
+    pub e2e_us: TruthSummary,
 }
 
 /// One thread's counters.
@@ -55,6 +62,9 @@ pub(crate) struct ThreadStats {
     /// Set by the thread as it exits; while it runs, its CPU clock is read from outside.
     pub final_cpu_ns: AtomicU64,
     pub faults: AtomicU64,
+    /// Per-request truth of streamed completions (`truth.rs`).
+    pub ttft: TruthHist,
+    pub e2e: TruthHist,
 }
 
 /// Adds one to a counter only its own thread writes.
@@ -79,4 +89,18 @@ impl ThreadStats {
         sum.accept_errors += self.accept_errors.load(Relaxed);
         sum.faults += self.faults.load(Relaxed);
     }
+}
+
+/// Sums the threads' counters and truth histograms (`cpu_ns` and `io_driver` are the
+/// caller's: they are read differently while running and once stopped).
+pub(crate) fn sum_threads<'a>(threads: impl Iterator<Item = &'a ThreadStats>) -> SimStats {
+    let mut sum = SimStats::default();
+    let mut truth = TruthPair::default();
+    for t in threads {
+        t.add_into(&mut sum);
+        truth.add(t);
+    }
+    sum.ttft_us = truth.ttft.summary();
+    sum.e2e_us = truth.e2e.summary();
+    sum
 }
