@@ -21,6 +21,7 @@ pub mod html;
 pub mod http;
 pub mod lengths;
 pub mod lock;
+pub mod netcount;
 pub mod outfile;
 pub mod plan;
 pub mod plot;

@@ -8,7 +8,7 @@
 
 use crate::collector::definitions::ToolFigures;
 use crate::collector::LiveCounts;
-use crate::summary::{percentile_label, Stats, Summary, FIXED_PERCENTILES};
+use crate::summary::{percentile_label, Overhead, Stats, Summary, FIXED_PERCENTILES};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
@@ -49,6 +49,19 @@ fn rule(title: &str, fill: char) -> String {
     let left = pad / 2;
     let fill_s = |n| fill.to_string().repeat(n);
     format!("{}{title}{}", fill_s(left), fill_s(pad - left))
+}
+
+/// Backlog drops on the client's CPUs and host-wide TCP retransmits over the run.
+fn kernel_net(o: &Overhead) -> String {
+    let Some(n) = &o.kernel_net else {
+        return "n/a".into();
+    };
+    let c = |v: Option<u64>| v.map_or("n/a".into(), |v| v.to_string());
+    format!(
+        "{} / {} (host-wide)",
+        c(n.backlog_drops_client_cpus),
+        c(n.tcp_retransmitted_segments)
+    )
 }
 
 /// vLLM's `{:<40} {:<10}` row, without its trailing blanks.
@@ -278,6 +291,7 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         num(o.cpu_ns_per_request.map(|n| n / 1e3), 2),
     )?;
     row(out, "Events per read:", num(o.events_per_read_mean, 2))?;
+    row(out, "Kernel drops / TCP retransmits:", kernel_net(o))?;
     row(out, "Valid:", if o.valid { "yes" } else { "NO" })?;
     for r in &o.invalid_reasons {
         writeln!(out, "  - {r}")?;

@@ -5,6 +5,7 @@
 use crate::catalog::Catalog;
 use crate::clock::RunClock;
 use crate::collector::{Collector, LiveCounts, RunFacts};
+use crate::netcount::NetCounters;
 use crate::plan::{IoDriver, Load, Plan};
 use crate::record::{Record, Spare};
 use crate::schedule::Schedule;
@@ -247,6 +248,7 @@ pub fn run_prepared(
     let schedule = open_schedule(plan);
     let clock = RunClock::start();
     let start_ns = clock.now_ns() + START_LEAD_NS;
+    let net_before = NetCounters::read();
     let mut handles = Vec::with_capacity(plan.cpus.len());
     for (index, &cpu) in plan.cpus.iter().enumerate() {
         let setup = WorkerSetup {
@@ -291,6 +293,7 @@ pub fn run_prepared(
         .into_iter()
         .map(|h| h.join().expect("a worker thread panicked"))
         .collect();
+    let kernel_net = net_before.delta(&NetCounters::read(), &plan.cpus);
     let sim_stats = ep
         .sim
         .map(|s| serde_json::to_value(s.stop()).unwrap_or_default());
@@ -317,6 +320,7 @@ pub fn run_prepared(
         sim: sim_stats,
         warnings,
         workload: Some(workload),
+        kernel_net: Some(kernel_net),
     };
     let summary = collector
         .finish(plan, facts)

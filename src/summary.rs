@@ -310,6 +310,10 @@ pub struct Overhead {
     /// Why `kernel_rx_delay_ms` is `null` (flag off, TLS, the socket gave no stamps).
     #[serde(default)]
     pub kernel_rx_delay_null_reason: Option<String>,
+    /// What the host's kernel dropped and retransmitted during the run (host-wide counters);
+    /// `null` when they could not be read.
+    #[serde(default)]
+    pub kernel_net: Option<crate::netcount::NetDelta>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -412,6 +412,41 @@ fn overhead_is_valid_when_the_client_kept_up() {
 }
 
 #[test]
+fn kernel_backlog_drops_on_the_client_cpus_invalidate_and_retransmits_warn() {
+    let kernel_net = |client_drops, timeouts| ringbench::netcount::NetDelta {
+        backlog_drops_client_cpus: Some(client_drops),
+        backlog_drops_all_cpus: Some(client_drops + 5),
+        tcp_retransmitted_segments: Some(timeouts * 2),
+        tcp_retransmit_timeouts: Some(timeouts),
+        tcp_loss_probes: Some(0),
+        tcp_listen_drops: Some(0),
+    };
+    let judged = |client_drops, timeouts| {
+        let facts = RunFacts {
+            kernel_net: Some(kernel_net(client_drops, timeouts)),
+            ..facts(2)
+        };
+        run(&Plan::defaults(), &[request_a(), request_b()], facts)
+    };
+    // Drops on other CPUs alone (the server's) are the host's business, not the client's.
+    let quiet = judged(0, 0);
+    assert!(quiet.overhead.valid, "{:?}", quiet.overhead.invalid_reasons);
+    assert!(!has_warning(&quiet, "TCP on this host"));
+    let dropped = judged(3, 2);
+    assert!(!dropped.overhead.valid);
+    assert_eq!(dropped.exit_code(), 4);
+    let reasons = dropped.overhead.invalid_reasons.join("\n");
+    assert!(reasons.contains("dropped 3 packets"), "{reasons}");
+    assert!(
+        has_warning(&dropped, "4 retransmitted, 2 retransmit timeouts"),
+        "{:?}",
+        dropped.warnings
+    );
+    let net = dropped.overhead.kernel_net.as_ref().expect("reported");
+    assert_eq!(net.backlog_drops_all_cpus, Some(8));
+}
+
+#[test]
 fn overhead_invalid_reasons_name_each_broken_bound() {
     let mut plan = Plan::defaults();
     plan.load = Load::Open {

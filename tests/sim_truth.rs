@@ -5,29 +5,19 @@
 //! simulator is on 127.0.0.1:0, started by the test; every run is bounded in count and time.
 //! Runs are serialized (one lock): the delay bands must not measure another test's load.
 
+// Not every binary uses every helper.
+#[allow(dead_code)]
+#[path = "support/common.rs"]
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::process::Stdio;
 use std::time::Duration;
 
+use common::{f as num, lock, ringbench, run_summary};
 use ringbench::plan::{Load, Plan, Stop};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number: {v}"))
-}
 
 /// One request on its own connection (`Connection: close`): status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
@@ -81,8 +71,7 @@ fn a_run_reports_the_simulators_own_ttft_and_e2e() {
         request_count: Some(40),
         duration_ns: None,
     };
-    let summary = ringbench::run::run(&p, |_, _| {}).expect("the run completes");
-    let s = serde_json::to_value(&summary).unwrap();
+    let s = run_summary(&p);
     let sim = &s["overhead"]["sim"];
     let streams = num(sim, "stream_requests");
     assert_eq!(streams, 40.0, "{sim}");
@@ -165,17 +154,17 @@ fn the_truth_endpoint_reports_the_window_since_its_reset() {
 fn stats_interval_lines_carry_the_cumulative_truth() {
     let _g = lock();
     let cpu = *ringbench::cli::online_cpus().last().unwrap();
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_ringbench"))
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--ttft-ms",
-            "1",
-            "--stats-interval",
-            "20ms",
-        ])
-        .args(["--cpus", &cpu.to_string()])
+    let cpu = cpu.to_string();
+    let args = [
+        "sim",
+        "--port",
+        "0",
+        "--ttft-ms",
+        "1",
+        "--stats-interval",
+        "20ms",
+    ];
+    let mut sim = ringbench(args.into_iter().chain(["--cpus", cpu.as_str()]))
         .stdout(Stdio::piped())
         .spawn()
         .expect("the simulator starts");

@@ -6,6 +6,7 @@
 use super::jsonl::RequestLog;
 use super::sidecar::RunSidecar;
 use super::{Collector, Dist, Measured, RunFacts, Settings, WorkerStats};
+use crate::netcount::NetDelta;
 use crate::plan::Plan;
 use crate::summary::{
     Achieved, Counts, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput, Tokens,
@@ -286,7 +287,10 @@ fn overhead(
             plan.max_lag_ms
         ));
     }
-    let invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
+    let mut invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
+    if let Some(net) = &facts.kernel_net {
+        judge_kernel_net(net, &mut invalid_reasons, warnings);
+    }
     let (kernel_rx_delay_ms, kernel_rx_delay_null_reason) = kernel_rx(plan, ws, warnings);
     Overhead {
         delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
@@ -308,6 +312,30 @@ fn overhead(
         invalid_reasons,
         kernel_rx_delay_ms,
         kernel_rx_delay_null_reason,
+        kernel_net: facts.kernel_net.clone(),
+    }
+}
+
+/// Packets the kernel dropped on the client's own CPUs make the run invalid: those requests
+/// waited for TCP's recovery (a loss probe or a retransmit timeout), not for the server.
+/// Retransmits are host-wide and may be the network's, so they are a warning.
+fn judge_kernel_net(net: &NetDelta, reasons: &mut Vec<String>, warnings: &mut Vec<String>) {
+    if let Some(n) = net.backlog_drops_client_cpus.filter(|&n| n > 0) {
+        reasons.push(format!(
+            "the kernel dropped {n} packets from the input backlog of the client's CPUs \
+             (net.core.netdev_max_backlog full: the core was too busy to run its softirq); \
+             the requests they belonged to waited for TCP retransmits"
+        ));
+    }
+    let timeouts = net.tcp_retransmit_timeouts.unwrap_or(0);
+    let probes = net.tcp_loss_probes.unwrap_or(0);
+    if timeouts + probes > 0 {
+        warnings.push(format!(
+            "TCP on this host recovered lost segments during the run ({} retransmitted, {timeouts} \
+             retransmit timeouts, {probes} loss probes; host-wide counters): some latencies \
+             include that recovery",
+            net.tcp_retransmitted_segments.unwrap_or(0)
+        ));
     }
 }
 

@@ -129,6 +129,8 @@ pub struct RunFacts {
     pub warnings: Vec<String>,
     /// What the requests asked (lengths, prefixes), for the summary's `workload` block.
     pub workload: Option<crate::workload::WorkloadStats>,
+    /// The host's network drop and retransmit counters over the run.
+    pub kernel_net: Option<crate::netcount::NetDelta>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up

@@ -34,6 +34,8 @@ pub struct RunSidecar {
     /// The workload as drawn before the run (lengths, method, prefixes, observed cache hits).
     #[serde(default)]
     pub workload: Option<crate::workload::WorkloadStats>,
+    #[serde(default)]
+    pub kernel_net: Option<crate::netcount::NetDelta>,
 }
 
 /// `WorkerStats` as stored.
@@ -84,6 +86,7 @@ impl RunSidecar {
             warnings: facts.warnings.clone(),
             workers: facts.workers.iter().map(WorkerDoc::from_stats).collect(),
             workload: facts.workload.clone(),
+            kernel_net: facts.kernel_net.clone(),
         }
     }
 
@@ -98,6 +101,7 @@ impl RunSidecar {
             sim: self.sim.clone(),
             warnings: self.warnings.clone(),
             workload: self.workload.clone(),
+            kernel_net: self.kernel_net.clone(),
         }
     }
 
