@@ -84,6 +84,34 @@ fn open_loop_sends_the_whole_schedule_at_the_target_rate() {
     );
 }
 
+/// Each worker connects the lanes its first 2 ms of arrivals need before the schedule starts
+/// (5,000/s: 11), so the first requests do not wait for connects. Against the zero-latency
+/// simulator 50 requests at 5,000/s keep one or two in flight, so without warm lanes the
+/// run would open only a few connections.
+#[test]
+fn open_loop_connects_warm_lanes_before_the_first_arrival() {
+    let _g = lock();
+    let mut p = sim_plan();
+    p.load = Load::Open {
+        request_rate: 5000.0,
+        arrival: Arrival::Poisson,
+        max_concurrency: None,
+    };
+    p.stop = Stop {
+        request_count: Some(50),
+        duration_ns: None,
+    };
+    let s = run_summary(&p);
+    assert_counts_add_up(&s);
+    assert_eq!(u(&s, "counts.ok"), 50, "{}", s["counts"]);
+    let opened = u(&s, "overhead.workers.0.connections_opened");
+    assert!(
+        opened >= 11,
+        "{opened} connections: the warm lanes were not opened"
+    );
+    assert_eq!(u(&s, "overhead.workers.0.reconnects"), 0);
+}
+
 #[test]
 fn simulated_delays_are_measured_within_bounds() {
     let _g = lock();
