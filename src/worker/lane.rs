@@ -154,7 +154,7 @@ impl Lanes {
             let below_cap = self.state.all.borrow().len() < self.cap;
             if below_cap && !self.ctx.connects.is_full() {
                 self.state.busy.set(self.state.busy.get() + 1);
-                return self.open_lane();
+                return self.spawn_lane(false);
             }
             {
                 let mut c = self.ctx.counters.borrow_mut();
@@ -166,10 +166,6 @@ impl Lanes {
             }
             self.wait_for_release().await;
         }
-    }
-
-    fn open_lane(&self) -> Rc<Lane> {
-        self.spawn_lane(false)
     }
 
     /// Opens `n` lanes (at most the cap and `MAX_CONNECTING`) that connect at once and wait

@@ -193,9 +193,8 @@ impl Ctx {
         if let Some(v) = self.free_events.borrow_mut().pop() {
             return v;
         }
-        if let Ok(mut v) = self.setup.recycled.try_recv() {
-            v.events.clear();
-            v.text.clear();
+        if let Ok(v) = self.setup.recycled.try_recv() {
+            // Emptied by the collector before it sent them back.
             return v;
         }
         self.counters.borrow_mut().event_vecs_allocated += 1;
