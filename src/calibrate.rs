@@ -47,6 +47,8 @@ pub struct CalibratePoint {
     pub worker_cpu_percent: Option<f64>,
     pub cpu_ns_per_request: Option<f64>,
     pub cpu_ns_per_event: Option<f64>,
+    /// As `cpu_ns_per_request`, less the pacer's idle polling.
+    pub busy_cpu_ns_per_request: Option<f64>,
     pub io_driver: String,
     pub held: bool,
     pub why_not: Vec<String>,
@@ -121,6 +123,7 @@ fn point_of(rate: f64, s: &Summary) -> CalibratePoint {
         worker_cpu_percent: s.overhead.worker_cpu_percent,
         cpu_ns_per_request: s.overhead.cpu_ns_per_request,
         cpu_ns_per_event: s.overhead.cpu_ns_per_event,
+        busy_cpu_ns_per_request: s.overhead.busy_cpu_ns_per_request,
         io_driver: s.overhead.io_driver.clone(),
         held: why_not.is_empty(),
         why_not,

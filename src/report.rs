@@ -285,11 +285,12 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Pacer spin (% of wall, max):",
         num(o.pacer_spin_percent_max, 1),
     )?;
-    row(
-        out,
-        "CPU per request (us):",
+    let per_request = format!(
+        "{} (busy {})",
         num(o.cpu_ns_per_request.map(|n| n / 1e3), 2),
-    )?;
+        num(o.busy_cpu_ns_per_request.map(|n| n / 1e3), 2)
+    );
+    row(out, "CPU per request (us):", per_request)?;
     row(out, "Events per read:", num(o.events_per_read_mean, 2))?;
     row(out, "Kernel drops / TCP retransmits:", kernel_net(o))?;
     row(out, "Valid:", if o.valid { "yes" } else { "NO" })?;

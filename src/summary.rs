@@ -292,6 +292,11 @@ pub struct Overhead {
     pub pacer_spin_percent_max: Option<f64>,
     pub cpu_ns_per_request: Option<f64>,
     pub cpu_ns_per_event: Option<f64>,
+    /// As the two above with the pacer's idle polling left out: the CPU the work took.
+    #[serde(default)]
+    pub busy_cpu_ns_per_request: Option<f64>,
+    #[serde(default)]
+    pub busy_cpu_ns_per_event: Option<f64>,
     pub events_per_read_mean: Option<f64>,
     pub bytes_per_read_mean: Option<f64>,
     /// `io_uring` or `epoll`.
@@ -333,6 +338,13 @@ pub struct WorkerOverhead {
     /// keeps serving reads, so this bounds, not equals, the CPU the spin cost).
     #[serde(default)]
     pub pacer_spin_percent: Option<f64>,
+    /// Share of the worker's wall time in spin passes that served nothing: idle polling,
+    /// within `cpu_percent`, which `busy_percent` leaves out.
+    #[serde(default)]
+    pub pacer_idle_percent: Option<f64>,
+    /// `cpu_percent` less `pacer_idle_percent`: the saturation verdict's figure.
+    #[serde(default)]
+    pub busy_percent: Option<f64>,
     /// The spin budget at the end of the run, µs (learned under `--pacer-spin-us auto`).
     #[serde(default)]
     pub pacer_spin_budget_us: Option<f64>,

@@ -412,6 +412,44 @@ fn overhead_is_valid_when_the_client_kept_up() {
 }
 
 #[test]
+fn idle_polling_is_cpu_but_not_saturation() {
+    // A polling worker: 99% of its core, 60 points of it in spin passes that served nothing.
+    let mut w = WorkerStats::new(0, 1);
+    (w.cpu_ns, w.wall_ns) = (99 * MS, 100 * MS);
+    (w.pacer_spun_ns, w.pacer_idle_ns) = (90 * MS, 60 * MS);
+    (w.events, w.requests) = (20, 2);
+    let s = run(
+        &Plan::defaults(),
+        &[request_a(), request_b()],
+        RunFacts {
+            workers: vec![w.clone()],
+            ..facts(2)
+        },
+    );
+    let o = &s.overhead;
+    assert!(o.valid, "{:?}", o.invalid_reasons);
+    assert_exact(o.worker_cpu_percent, 99.0);
+    assert_exact(o.cpu_ns_per_request, 49.5 * MS as f64);
+    assert_exact(o.busy_cpu_ns_per_request, 19.5 * MS as f64);
+    assert_exact(o.busy_cpu_ns_per_event, 1.95 * MS as f64);
+    assert_exact(o.workers[0].pacer_idle_percent, 60.0);
+    assert_exact(o.workers[0].busy_percent, 39.0);
+    // The same CPU with only 3 points idle is a saturated worker.
+    w.pacer_idle_ns = 3 * MS;
+    let s = run(
+        &Plan::defaults(),
+        &[request_a(), request_b()],
+        RunFacts {
+            workers: vec![w],
+            ..facts(2)
+        },
+    );
+    let r = &s.overhead.invalid_reasons;
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].contains("saturated: busy 96.0%"), "{r:?}");
+}
+
+#[test]
 fn kernel_backlog_drops_on_the_client_cpus_invalidate_and_retransmits_warn() {
     let kernel_net = |client_drops, timeouts| ringbench::netcount::NetDelta {
         backlog_drops_client_cpus: Some(client_drops),
@@ -475,7 +513,7 @@ fn overhead_invalid_reasons_name_each_broken_bound() {
     assert_eq!(r.len(), 4, "{r:?}");
     assert!(r[0].contains("achieved rate 200.00 req/s is below 99% of the 1000.00 req/s"));
     assert!(r[1].contains("scheduling lag p99 4.100 ms"));
-    assert!(r[2].contains("worker 1 (cpu 3) saturated: 96.0%"));
+    assert!(r[2].contains("worker 1 (cpu 3) saturated: busy 96.0%"));
     assert!(r[3].contains("3 records found the collector channel full"));
     assert_eq!(s.target.request_rate, Some(1000.0));
 }

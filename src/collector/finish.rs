@@ -275,6 +275,7 @@ fn overhead(
     let ws = &facts.workers;
     let sum = |f: fn(&WorkerStats) -> u64| ws.iter().map(f).sum::<u64>();
     let cpu_ns = sum(|w| w.cpu_ns);
+    let busy_ns = ws.iter().map(busy_ns).sum::<u64>();
     let mut loop_lag = Dist::new();
     ws.iter()
         .for_each(|w| loop_lag.merge_histogram(&w.loop_lag));
@@ -302,6 +303,8 @@ fn overhead(
         pacer_spin_percent_max: ws.iter().filter_map(spin_percent).reduce(f64::max),
         cpu_ns_per_request: ratio(cpu_ns, sum(|w| w.requests)),
         cpu_ns_per_event: ratio(cpu_ns, sum(|w| w.events)),
+        busy_cpu_ns_per_request: ratio(busy_ns, sum(|w| w.requests)),
+        busy_cpu_ns_per_event: ratio(busy_ns, sum(|w| w.events)),
         events_per_read_mean: ratio(sum(|w| w.events), sum(|w| w.reads)),
         bytes_per_read_mean: ratio(sum(|w| w.bytes), sum(|w| w.reads)),
         io_driver: facts.io_driver.clone(),
@@ -376,6 +379,16 @@ fn cpu_percent(w: &WorkerStats) -> Option<f64> {
     ratio(w.cpu_ns, w.wall_ns).map(|r| r * 100.0)
 }
 
+/// CPU less the pacer's idle polling: the work the worker did. (The idle passes ran on the
+/// worker's thread, so they are within its CPU time.)
+fn busy_ns(w: &WorkerStats) -> u64 {
+    w.cpu_ns.saturating_sub(w.pacer_idle_ns)
+}
+
+fn busy_percent(w: &WorkerStats) -> Option<f64> {
+    ratio(busy_ns(w), w.wall_ns).map(|r| r * 100.0)
+}
+
 fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
     let lag: Stats = {
         let mut d = Dist::new();
@@ -395,6 +408,8 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
         reconnects: w.reconnects,
         channel_full: w.channel_full,
         pacer_spin_percent: spin_percent(w),
+        pacer_idle_percent: ratio(w.pacer_idle_ns, w.wall_ns).map(|r| r * 100.0),
+        busy_percent: busy_percent(w),
         pacer_spin_budget_us: (w.wall_ns > 0).then(|| w.pacer_spin_budget_ns as f64 / 1e3),
     }
 }
@@ -436,12 +451,13 @@ pub fn judge_overhead(
         ));
     }
     for w in workers {
-        let Some(pct) = cpu_percent(w) else {
+        let Some(pct) = busy_percent(w) else {
             continue;
         };
         if pct > SATURATED_CPU_FRACTION * 100.0 {
             reasons.push(format!(
-                "worker {} (cpu {}) saturated: {pct:.1}% CPU of its wall time (bound {:.0}%)",
+                "worker {} (cpu {}) saturated: busy {pct:.1}% of its wall time (CPU less idle \
+                 polling; bound {:.0}%)",
                 w.worker,
                 w.cpu,
                 SATURATED_CPU_FRACTION * 100.0

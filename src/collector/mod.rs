@@ -59,6 +59,8 @@ pub struct WorkerStats {
     /// passes that took, and the spin budget at the end, ns.
     pub pacer_spun_ns: u64,
     pub pacer_passes: u64,
+    /// The part of `pacer_spun_ns` in passes that served nothing (idle polling), ns.
+    pub pacer_idle_ns: u64,
     pub pacer_spin_budget_ns: u64,
 }
 
@@ -107,6 +109,7 @@ impl WorkerStats {
             kernel_rx: KernelRx::default(),
             pacer_spun_ns: 0,
             pacer_passes: 0,
+            pacer_idle_ns: 0,
             pacer_spin_budget_ns: 0,
         }
     }

@@ -68,6 +68,8 @@ pub struct WorkerDoc {
     #[serde(default)]
     pub pacer_passes: u64,
     #[serde(default)]
+    pub pacer_idle_ns: u64,
+    #[serde(default)]
     pub pacer_spin_budget_ns: u64,
 }
 
@@ -137,6 +139,7 @@ impl WorkerDoc {
             kernel_rx_unavailable: w.kernel_rx.unavailable.clone(),
             pacer_spun_ns: w.pacer_spun_ns,
             pacer_passes: w.pacer_passes,
+            pacer_idle_ns: w.pacer_idle_ns,
             pacer_spin_budget_ns: w.pacer_spin_budget_ns,
         }
     }
@@ -163,6 +166,7 @@ impl WorkerDoc {
             },
             pacer_spun_ns: self.pacer_spun_ns,
             pacer_passes: self.pacer_passes,
+            pacer_idle_ns: self.pacer_idle_ns,
             pacer_spin_budget_ns: self.pacer_spin_budget_ns,
         }
     }

@@ -116,8 +116,9 @@ pub fn spawn(setup: WorkerSetup) -> std::io::Result<std::thread::JoinHandle<Work
         .spawn(move || {
             let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: setup.cpu });
             let plan_driver = setup.plan.io_driver;
+            let polls = spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup));
             let (driver, (stats, warnings)) =
-                runtime::block_on(plan_driver, || worker_main(setup, pinned));
+                runtime::block_on_polling(plan_driver, polls, || worker_main(setup, pinned));
             WorkerEnd {
                 stats,
                 driver,
@@ -202,6 +203,12 @@ impl Ctx {
             events: Vec::with_capacity(event_capacity(&self.setup.catalog)),
             text: Vec::new(),
         }
+    }
+
+    /// Moves whenever the worker does work: the pacer's idle test (see `Pacer::until`).
+    fn progress(&self) -> u64 {
+        let c = self.counters.borrow();
+        c.reads + c.requests + c.connections_opened
     }
 
     /// Which warm-up rules arrival `id`, due at `intended_ns`, falls under.
@@ -302,9 +309,10 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         reconnects: c.reconnects,
         channel_full: c.channel_full,
         kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),
-        pacer_spun_ns: spun.0,
-        pacer_passes: spun.1,
-        pacer_spin_budget_ns: spun.2,
+        pacer_spun_ns: spun.spun_ns,
+        pacer_passes: spun.passes,
+        pacer_idle_ns: spun.idle_ns,
+        pacer_spin_budget_ns: spun.budget_ns,
     };
     (stats, warnings)
 }
@@ -345,7 +353,7 @@ async fn open_loop(ctx: &Rc<Ctx>, cap: usize) {
     let mut arrivals = open_schedule(ctx);
     for (id, at_ns) in arrivals.by_ref() {
         let intended_ns = ctx.setup.start_ns + at_ns;
-        ctx.pacer.until(intended_ns).await;
+        ctx.pacer.until(intended_ns, || ctx.progress()).await;
         if ctx.setup.shared.stop.load(Ordering::Relaxed) {
             ctx.emit(ctx.not_sent(id, intended_ns));
             break;
@@ -372,7 +380,7 @@ fn warm_lanes(ctx: &Ctx) -> usize {
 async fn closed_loop(ctx: &Rc<Ctx>, concurrency: u32) {
     let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
     let users = concurrency / n + u32::from(k < concurrency % n);
-    ctx.pacer.until(ctx.setup.start_ns).await;
+    ctx.pacer.until(ctx.setup.start_ns, || ctx.progress()).await;
     let mut tasks = Vec::with_capacity(users as usize);
     for _ in 0..users {
         tasks.push(monoio::spawn(lane::virtual_user(ctx.clone())));

@@ -26,9 +26,24 @@ pub struct Pacer {
     timer: Option<PreciseTimer>,
     /// The last this-many ns before a deadline are spent in driver passes, not asleep.
     budget: RefCell<SpinBudget>,
-    /// Time spent in those passes and how many there were (see `PreciseTimer::pass`).
+    /// Time spent in those passes, how many there were (see `PreciseTimer::pass`), and the
+    /// time of the passes during which the worker made no progress (idle polling).
     spun_ns: Cell<u64>,
     passes: Cell<u64>,
+    idle_ns: Cell<u64>,
+}
+
+/// What the pacer's spins cost over a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpinTally {
+    /// Wall time spent spinning before deadlines, ns (includes the I/O served meanwhile).
+    pub spun_ns: u64,
+    pub passes: u64,
+    /// The part of `spun_ns` in passes that served nothing: CPU the worker could have given
+    /// up, which the saturation verdict leaves out.
+    pub idle_ns: u64,
+    /// The budget at the end, ns.
+    pub budget_ns: u64,
 }
 
 impl Pacer {
@@ -42,17 +57,17 @@ impl Pacer {
             budget: RefCell::new(SpinBudget::new(spin_ns, mean_gap_ns)),
             spun_ns: Cell::new(0),
             passes: Cell::new(0),
+            idle_ns: Cell::new(0),
         }
     }
 
-    /// Time spent spinning before deadlines, ns, the driver passes it took, and the
-    /// budget at the end.
-    pub fn spun(&self) -> (u64, u64, u64) {
-        (
-            self.spun_ns.get(),
-            self.passes.get(),
-            self.budget.borrow().ns(),
-        )
+    pub fn spun(&self) -> SpinTally {
+        SpinTally {
+            spun_ns: self.spun_ns.get(),
+            passes: self.passes.get(),
+            idle_ns: self.idle_ns.get(),
+            budget_ns: self.budget.borrow().ns(),
+        }
     }
 
     pub fn is_precise(&self) -> bool {
@@ -60,7 +75,9 @@ impl Pacer {
     }
 
     /// Waits until the run clock reaches `due_ns` (returns at once when already due).
-    pub async fn until(&self, due_ns: u64) {
+    /// `progress` is any count that moves when the worker does work (reads, sends,
+    /// connects): a spin pass across which it stays put was idle.
+    pub async fn until(&self, due_ns: u64, progress: impl Fn() -> u64) {
         let now = self.clock.now_ns();
         if due_ns <= now {
             return;
@@ -80,20 +97,27 @@ impl Pacer {
             let late_ns = self.clock.now_ns().saturating_sub(wake_ns);
             self.budget.borrow_mut().observe(late_ns);
         }
-        self.spin(timer, due_ns).await;
+        self.spin(timer, due_ns, progress).await;
     }
 
     /// Why spin at all: a timer wake-up in this VM costs 20–100 µs (interrupt injection, the
     /// vCPU's halt), where a pass through the driver costs about a microsecond. Every pass
     /// also processes whatever I/O is ready, so other requests are not held up by it.
-    async fn spin(&self, timer: &PreciseTimer, due_ns: u64) {
+    async fn spin(&self, timer: &PreciseTimer, due_ns: u64, progress: impl Fn() -> u64) {
         let start = self.clock.now_ns();
-        let mut now = start;
+        let (mut now, mut idle_ns, mut passes) = (start, 0, 0);
         while now < due_ns {
+            let before = progress();
             timer.pass().await;
-            self.passes.set(self.passes.get() + 1);
-            now = self.clock.now_ns();
+            passes += 1;
+            let then = self.clock.now_ns();
+            if progress() == before {
+                idle_ns += then - now;
+            }
+            now = then;
         }
+        self.passes.set(self.passes.get() + passes);
+        self.idle_ns.set(self.idle_ns.get() + idle_ns);
         self.spun_ns.set(self.spun_ns.get() + (now - start));
     }
 }
