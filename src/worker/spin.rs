@@ -66,7 +66,7 @@ impl SpinBudget {
     /// `None` learns the budget, or polls above 10,000/s. `mean_gap_ns`: between this
     /// worker's arrivals, if known.
     pub fn new(fixed_ns: Option<u64>, mean_gap_ns: Option<f64>) -> Self {
-        let auto_polls = fixed_ns.is_none() && mean_gap_ns.is_some_and(|g| g < MIN_GAP_NS);
+        let auto_polls = fixed_ns.is_none() && polls(None, mean_gap_ns);
         let fixed_ns = fixed_ns.or(auto_polls.then_some(POLL_NS));
         let cap_ns = match mean_gap_ns {
             None => MAX_NS,
