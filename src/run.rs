@@ -518,10 +518,7 @@ impl CollectorPin {
         let Some(old) = thread_cpus() else {
             return CollectorPin { old: None };
         };
-        let spare = (0..libc::CPU_SETSIZE as usize)
-            // SAFETY: `cpu` < CPU_SETSIZE, the set's size.
-            .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &old) } && !worker_cpus.contains(&cpu));
-        let Some(cpu) = spare else {
+        let Some(cpu) = cpus_in(&old).find(|cpu| !worker_cpus.contains(cpu)) else {
             return CollectorPin { old: None };
         };
         // SAFETY: an all-zero cpu_set_t is the empty set; `cpu` < CPU_SETSIZE.
@@ -540,6 +537,12 @@ impl Drop for CollectorPin {
             set_thread_cpus(old);
         }
     }
+}
+
+/// The CPUs in `set`, lowest first.
+fn cpus_in(set: &libc::cpu_set_t) -> impl Iterator<Item = usize> + '_ {
+    // SAFETY: every `cpu` tested is < CPU_SETSIZE, the set's size.
+    (0..libc::CPU_SETSIZE as usize).filter(move |&cpu| unsafe { libc::CPU_ISSET(cpu, set) })
 }
 
 fn thread_cpus() -> Option<libc::cpu_set_t> {
@@ -590,17 +593,12 @@ fn drain(
 mod tests {
     #[test]
     fn the_collector_leaves_the_workers_cpus_and_gets_its_own_back() {
-        use super::{thread_cpus, CollectorPin};
+        use super::{cpus_in, thread_cpus, CollectorPin};
         let before = thread_cpus().expect("sched_getaffinity");
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &before) })
-            .collect();
+        let allowed: Vec<usize> = cpus_in(&before).collect();
         {
             let _pin = CollectorPin::away_from(&allowed[..1]);
-            let now = thread_cpus().unwrap();
-            let on: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| unsafe { libc::CPU_ISSET(c, &now) })
-                .collect();
+            let on: Vec<usize> = cpus_in(&thread_cpus().unwrap()).collect();
             if allowed.len() > 1 {
                 assert_eq!(on, vec![allowed[1]]);
             } else {

@@ -384,20 +384,25 @@ fn invariants_hold_and_a_lost_record_is_a_loud_warning() {
     );
 }
 
+/// Requests A and B under the default plan, made by these workers.
+fn run_two_on(workers: Vec<WorkerStats>) -> Summary {
+    run(
+        &Plan::defaults(),
+        &[request_a(), request_b()],
+        RunFacts {
+            workers,
+            ..facts(2)
+        },
+    )
+}
+
 #[test]
 fn overhead_is_valid_when_the_client_kept_up() {
     let mut w = WorkerStats::new(0, 1);
     (w.cpu_ns, w.wall_ns) = (20 * MS, 100 * MS);
     (w.reads, w.events, w.bytes, w.requests) = (10, 20, 4_000, 2);
     w.loop_lag.record(50_000).unwrap();
-    let s = run(
-        &Plan::defaults(),
-        &[request_a(), request_b()],
-        RunFacts {
-            workers: vec![w],
-            ..facts(2)
-        },
-    );
+    let s = run_two_on(vec![w]);
     let o = &s.overhead;
     assert!(o.valid, "{:?}", o.invalid_reasons);
     assert_eq!(s.exit_code(), 0);
@@ -418,14 +423,7 @@ fn idle_polling_is_cpu_but_not_saturation() {
     (w.cpu_ns, w.wall_ns) = (99 * MS, 100 * MS);
     (w.pacer_spun_ns, w.pacer_idle_ns) = (90 * MS, 60 * MS);
     (w.events, w.requests) = (20, 2);
-    let s = run(
-        &Plan::defaults(),
-        &[request_a(), request_b()],
-        RunFacts {
-            workers: vec![w.clone()],
-            ..facts(2)
-        },
-    );
+    let s = run_two_on(vec![w.clone()]);
     let o = &s.overhead;
     assert!(o.valid, "{:?}", o.invalid_reasons);
     assert_exact(o.worker_cpu_percent, 99.0);
@@ -436,14 +434,7 @@ fn idle_polling_is_cpu_but_not_saturation() {
     assert_exact(o.workers[0].busy_percent, 39.0);
     // The same CPU with only 3 points idle is a saturated worker.
     w.pacer_idle_ns = 3 * MS;
-    let s = run(
-        &Plan::defaults(),
-        &[request_a(), request_b()],
-        RunFacts {
-            workers: vec![w],
-            ..facts(2)
-        },
-    );
+    let s = run_two_on(vec![w]);
     let r = &s.overhead.invalid_reasons;
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0].contains("saturated: busy 96.0%"), "{r:?}");
