@@ -100,6 +100,14 @@ impl Pacer {
         self.spin(timer, due_ns, progress).await;
     }
 
+    /// One trip through the driver without sleeping: the completions that are ready now (and
+    /// the tasks they wake) run before this returns. Without a precise timer it is a no-op.
+    pub async fn pass(&self) {
+        if let Some(timer) = &self.timer {
+            timer.pass().await;
+        }
+    }
+
     /// Why spin at all: a timer wake-up in this VM costs 20–100 µs (interrupt injection, the
     /// vCPU's halt), where a pass through the driver costs about a microsecond. Every pass
     /// also processes whatever I/O is ready, so other requests are not held up by it.
