@@ -406,7 +406,7 @@ fn presize_fd_table(fds: u64) {
     let Ok(last) = libc::c_int::try_from(fds.saturating_sub(1)) else {
         return;
     };
-    // SAFETY: `dup2` into a slot we then close; if the slot was in use it is not touched
+    // SAFETY: `dup3` into a slot we then close; if the slot was in use it is not touched
     // (F_GETFD succeeds), so no descriptor of ours is replaced or closed.
     unsafe {
         if last < 3 || libc::fcntl(last, libc::F_GETFD) != -1 {
