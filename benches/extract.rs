@@ -39,13 +39,10 @@ fn coalesced_response(events: usize) -> Vec<u8> {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = manifest
-        .ancestors()
-        .map(|a| a.join("shared/fixtures/sse").join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("fixture {name} not found above {}", manifest.display()));
-    std::fs::read(path).expect("read fixture")
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/sse")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
 }
 
 fn parse_whole(p: &mut ResponseParser, wire: &[u8]) -> u64 {

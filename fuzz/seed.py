@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Seeds fuzz/corpus/<target>/ from the real servers' captures in ../shared/fixtures/sse
+"""Seeds fuzz/corpus/<target>/ from the real servers' captures in tests/data/sse
 (or $FIXTURES): whole responses for response_head, chunked bodies for chunked, decoded
 SSE bodies for sse_split, single event payloads for extract."""
 import os, pathlib, sys
 
 here = pathlib.Path(__file__).resolve().parent
-fixtures = pathlib.Path(os.environ.get("FIXTURES", here.parent.parent.parent / "shared" / "fixtures" / "sse"))
+fixtures = pathlib.Path(os.environ.get("FIXTURES", here.parent / "tests" / "data" / "sse"))
 if not fixtures.is_dir():
-    fixtures = pathlib.Path("/work/shared/fixtures/sse")
+    sys.exit(f"no captures at {fixtures} (set FIXTURES to a folder of <server>/<name>.wire.bin)")
 out = here / "corpus"
 
 def dechunk(body):

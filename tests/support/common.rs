@@ -153,21 +153,8 @@ pub fn f(v: &Value, path: &str) -> f64 {
         .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
 }
 
-/// The captured server responses (`shared/fixtures/sse`), beside or above the crate, or where
-/// `RINGBENCH_FIXTURES` says.
+/// The captured server responses, in the repository (`tests/data/sse`: real servers' bytes,
+/// see `tests/data/README.md`).
 pub fn fixtures_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = std::env::var_os("RINGBENCH_FIXTURES")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(manifest.ancestors().map(|a| a.join("shared/fixtures/sse")))
-        .find(|p| p.is_dir());
-    match found {
-        Some(dir) => dir,
-        None => panic!(
-            "fixture folder shared/fixtures/sse not found beside or above {} \
-             (set RINGBENCH_FIXTURES to its path)",
-            manifest.display()
-        ),
-    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sse")
 }
