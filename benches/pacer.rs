@@ -32,10 +32,10 @@ fn walk(c: &mut Criterion) {
 fn timed_waits(iters: u64, wait_ns: u64, precise: bool) -> std::time::Duration {
     let (_, total) =
         ringbench::worker::block_on_driver(ringbench::plan::IoDriver::Auto, || async move {
-            let timer = ringbench::timer::PreciseTimer::new().expect("timerfd");
+            let timer = ringbench::rt::timer::PreciseTimer::new().expect("timerfd");
             let start = std::time::Instant::now();
             for _ in 0..iters {
-                let due = ringbench::clock::mono_ns() + wait_ns;
+                let due = ringbench::rt::clock::mono_ns() + wait_ns;
                 if precise {
                     timer.sleep_until_mono(due).await.expect("timer");
                 } else {

@@ -70,7 +70,7 @@ fn collector_add(c: &mut Criterion) {
     g.bench_function("jsonl_line_16_tokens", |b| {
         b.iter(|| {
             line.clear();
-            ringbench::collector::jsonl::format_line(&mut line, black_box(&recs[i % recs.len()]));
+            ringbench::record::jsonl::format_line(&mut line, black_box(&recs[i % recs.len()]));
             i += 1;
         })
     });

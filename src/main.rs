@@ -4,9 +4,9 @@
 //! only here.
 
 use clap::Parser;
+use ringbench::cli::study_args::{CompareArgs, SearchArgs, SweepArgs};
 use ringbench::cli::{CalibrateArgs, Cli, Command, ReportArgs, RunArgs, SimArgs};
-use ringbench::cli_sweep::{CompareArgs, SearchArgs, SweepArgs};
-use ringbench::sweep::{Point, Sweep};
+use ringbench::study::sweep::{Point, Sweep};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -92,7 +92,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     // Tokenizer, dataset and prompts before anything is sent: bad input is a usage error.
-    let prepared = match ringbench::workload::prepare(&plan) {
+    let prepared = match ringbench::prepare::prepare(&plan) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
@@ -121,7 +121,7 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 let _ = write!(
                     std::io::stderr(),
                     "\r{}",
-                    ringbench::report::progress_line(counts, elapsed_s)
+                    ringbench::output::console::progress_line(counts, elapsed_s)
                 );
             }
         },
@@ -130,9 +130,9 @@ fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         errln!();
     }
     let mut out = out::Stdout;
-    ringbench::report::print_console(&summary, &mut out)?;
+    ringbench::output::console::print_console(&summary, &mut out)?;
     if let Some(dir) = &plan.out_dir {
-        ringbench::html::write_run_report(dir, &summary)?;
+        ringbench::output::html::write_run_report(dir, &summary)?;
         writeln!(out, "results written to {}", dir.display())?;
     }
     if summary.interrupted {
@@ -162,7 +162,7 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let summary = replay::recompute(&args.dir, &overrides)?;
     let mut out = out::Stdout;
-    ringbench::report::print_console(&summary, &mut out)?;
+    ringbench::output::console::print_console(&summary, &mut out)?;
     if !args.definitions.is_empty() {
         let (_, settings) = replay::settings(&args.dir, &overrides)?;
         let mut views: Vec<ToolView> = args
@@ -175,11 +175,11 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|v| v.finish(&settings.percentiles))
             .collect();
-        ringbench::report::print_definitions(&figures, &mut out)?;
+        ringbench::output::console::print_definitions(&figures, &mut out)?;
     }
     if let Some(dir) = &args.out {
-        ringbench::report::write_summary_json(dir, &summary)?;
-        ringbench::export::write_all(dir, &args.dir, &summary, &exports)?;
+        ringbench::output::console::write_summary_json(dir, &summary)?;
+        ringbench::output::export::write_all(dir, &args.dir, &summary, &exports)?;
         writeln!(out, "results written to {}", dir.display())?;
     }
     Ok(ExitCode::from(summary.exit_code() as u8))
@@ -208,7 +208,7 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         io_driver: args.io_driver,
         tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => match ringbench::tls::server_config(cert, key) {
+            (Some(cert), Some(key)) => match ringbench::http::tls::server_config(cert, key) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     errln!("error: {e}");
@@ -242,16 +242,16 @@ fn sim(args: &SimArgs) -> anyhow::Result<ExitCode> {
 /// `sim --stats-interval`: one JSON line of counters per interval, on absolute deadlines so
 /// the lines do not drift. A closed stdout (the reader went away) ends the simulator quietly.
 fn print_sim_stats(handle: &ringbench::sim::SimHandle, every_ns: u64) -> anyhow::Result<ExitCode> {
-    let start_ns = ringbench::clock::mono_ns();
+    let start_ns = ringbench::rt::clock::mono_ns();
     let mut out = std::io::stdout().lock();
     for tick in 1u64.. {
         let due_ns = start_ns + tick * every_ns;
-        let now_ns = ringbench::clock::mono_ns();
+        let now_ns = ringbench::rt::clock::mono_ns();
         if due_ns > now_ns {
             std::thread::sleep(std::time::Duration::from_nanos(due_ns - now_ns));
         }
         let line = serde_json::json!({
-            "mono_ns": ringbench::clock::mono_ns(),
+            "mono_ns": ringbench::rt::clock::mono_ns(),
             "stats": handle.stats(),
         });
         match writeln!(out, "{line}").and_then(|()| out.flush()) {
@@ -271,13 +271,13 @@ fn calibrate(args: &CalibrateArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let cal = ringbench::calibrate::calibrate(&cfg, |p| {
-        outln!("{}", ringbench::report::calibrate_point_line(p));
+    let cal = ringbench::study::calibrate::calibrate(&cfg, |p| {
+        outln!("{}", ringbench::output::console::calibrate_point_line(p));
     })?;
     let mut out = out::Stdout;
-    ringbench::report::print_calibration(&cal, &mut out)?;
+    ringbench::output::console::print_calibration(&cal, &mut out)?;
     if let Some(dir) = &args.out {
-        ringbench::report::write_json_atomic(dir, "calibrate.json", &cal)?;
+        ringbench::output::console::write_json_atomic(dir, "calibrate.json", &cal)?;
         writeln!(out, "written to {}", dir.join("calibrate.json").display())?;
     }
     Ok(ExitCode::SUCCESS)
@@ -342,7 +342,7 @@ fn print_analysis(s: &Sweep) {
         ),
         None => outln!("knee: none ({})", a.knee_note.as_deref().unwrap_or("")),
     }
-    let part = |p: &ringbench::sweep::analysis::KneePart| match &p.knee {
+    let part = |p: &ringbench::study::analysis::KneePart| match &p.knee {
         Some(k) => format!("load {}", k.load),
         None => format!("none ({})", p.note.as_deref().unwrap_or("")),
     };
@@ -375,7 +375,7 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     let cooldown = std::time::Duration::from_nanos(args.own.common.cooldown);
     let out = plan.out_dir.clone();
     signals::install();
-    let result = ringbench::sweep::sweep_with(
+    let result = ringbench::study::sweep::sweep_with(
         &plan,
         &spec,
         &loads,
@@ -393,8 +393,8 @@ fn sweep(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         .collect();
     print_invalid(&invalid, spec.allow_invalid);
     if let Some(dir) = &out {
-        ringbench::sweep::output::write_sweep(dir, &result)?;
-        let html = ringbench::html::write_sweep_report(dir, &result)?;
+        ringbench::output::study::write_sweep(dir, &result)?;
+        let html = ringbench::output::html::write_sweep_report(dir, &result)?;
         outln!(
             "results written to {} (report: {})",
             dir.display(),
@@ -501,11 +501,11 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     // once and the probe comes back interrupted, which ends the search.
     let measure = |load: f64| {
         if !std::mem::take(&mut first) {
-            ringbench::sweep::cooldown(cooldown, stop);
+            ringbench::study::sweep::cooldown(cooldown, stop);
         }
-        ringbench::sweep::measure_with(&plan, &point_spec, out.as_deref(), load, stop)
+        ringbench::study::sweep::measure_with(&plan, &point_spec, out.as_deref(), load, stop)
     };
-    let result = ringbench::sweep::search::search(&spec, measure, |p| {
+    let result = ringbench::study::search::search(&spec, measure, |p| {
         outln!(
             "probe {:>2} {:6} load {:>9}  {}{}  values {:?}  bracket [{}, {}]",
             p.iteration,
@@ -546,7 +546,7 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         }
     );
     if let Some(dir) = &out {
-        ringbench::sweep::output::write_search(dir, &result)?;
+        ringbench::output::study::write_search(dir, &result)?;
         outln!("history written to {}", dir.join("search.json").display());
     }
     let mut invalid: Vec<f64> = result
@@ -566,7 +566,7 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    use ringbench::compare::{compare, load, CompareError};
+    use ringbench::study::compare::{compare, load, CompareError};
     let loaded = load(&args.a).and_then(|a| Ok((a, load(&args.b)?)));
     let rows = match loaded.and_then(|(a, b)| compare(&a, &b, (&args.a, &args.b))) {
         Ok(rows) => rows,

@@ -10,9 +10,9 @@ mod common;
 
 use common::out_dir;
 use ringbench::collector::{Collector, RunFacts, WorkerStats};
+use ringbench::output::console;
 use ringbench::plan::{Arrival, Load, Plan, Slo, SloMetric};
 use ringbench::record::{EventStamp, OslSource, Outcome, Record};
-use ringbench::report;
 use ringbench::summary::Summary;
 
 const MS: u64 = 1_000_000;
@@ -442,7 +442,7 @@ fn idle_polling_is_cpu_but_not_saturation() {
 
 #[test]
 fn kernel_backlog_drops_on_the_client_cpus_invalidate_and_retransmits_warn() {
-    let kernel_net = |client_drops, timeouts| ringbench::netcount::NetDelta {
+    let kernel_net = |client_drops, timeouts| ringbench::rt::netcount::NetDelta {
         backlog_drops_client_cpus: Some(client_drops),
         backlog_drops_all_cpus: Some(client_drops + 5),
         tcp_retransmitted_segments: Some(timeouts * 2),
@@ -587,7 +587,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
     let dir = out_dir("summary");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("summary.json"), "{\"old\": true}").unwrap();
-    report::write_summary_json(&dir, &s).unwrap();
+    console::write_summary_json(&dir, &s).unwrap();
 
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -669,7 +669,7 @@ fn console_block_reads_like_vllm_and_shows_the_overhead() {
     plan.max_lag_ms = 0.05;
     let s = run(&plan, &[request_a(), request_b()], facts(2));
     let mut out = Vec::new();
-    report::print_console(&s, &mut out).unwrap();
+    console::print_console(&s, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with("============ Serving Benchmark Result ============\n"));
     for line in [

@@ -370,7 +370,7 @@ fn sim_stats_interval_prints_the_counters() {
     assert!(u(&after, "stats.events") >= 20 * 17, "{after}");
     // Stamps on the host's CLOCK_MONOTONIC, which outside tools read too.
     let (first_ns, last_ns) = (u(&before, "mono_ns"), u(&after, "mono_ns"));
-    let now_ns = ringbench::clock::mono_ns();
+    let now_ns = ringbench::rt::clock::mono_ns();
     assert!(
         first_ns < last_ns && last_ns <= now_ns,
         "{first_ns} {last_ns} {now_ns}"

@@ -331,7 +331,8 @@ fn a_second_run_against_the_same_endpoint_is_refused_unless_allowed() {
     p.sim = None;
     p.stop.request_count = Some(4);
     p.goodput.clear();
-    let held = ringbench::lock::acquire(&sim.addr.to_string(), "2026-11-29T00:00:00Z").unwrap();
+    let held =
+        ringbench::run::lock::acquire(&sim.addr.to_string(), "2026-11-29T00:00:00Z").unwrap();
     let err = ringbench::run::run(&p, |_, _| {}).unwrap_err().to_string();
     assert!(
         err.contains(&format!("pid {}", std::process::id())),
@@ -346,5 +347,5 @@ fn a_second_run_against_the_same_endpoint_is_refused_unless_allowed() {
     let s = run_summary(&p);
     assert_eq!(u(&s, "counts.ok"), 4);
     // The run released its lock on the way out.
-    drop(ringbench::lock::acquire(&sim.addr.to_string(), "now").unwrap());
+    drop(ringbench::run::lock::acquire(&sim.addr.to_string(), "now").unwrap());
 }

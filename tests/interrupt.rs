@@ -69,7 +69,10 @@ fn sigint_stops_waits_the_grace_cancels_and_writes_an_interrupted_summary() {
     let cancelled = lines.iter().filter(|l| l["outcome"] == "cancelled").count();
     assert_eq!(cancelled as u64, n("cancelled"));
     // Every file was renamed into place: no temporary name is left, and each parses.
-    assert_eq!(ringbench::outfile::leftovers(&dir), Vec::<PathBuf>::new());
+    assert_eq!(
+        ringbench::output::files::leftovers(&dir),
+        Vec::<PathBuf>::new()
+    );
     for name in ["run.json", "vllm_result.json", "profile_export_aiperf.json"] {
         read_json(&dir.join(name));
     }
@@ -114,7 +117,7 @@ fn a_second_signal_quits_at_once_leaving_valid_files() {
     // Killed outright, the log never got its final name; under its temporary name it was
     // flushed about once a second and holds the first seconds' records, whole.
     assert!(!dir.join("requests.jsonl").exists());
-    let left = ringbench::outfile::leftovers(&dir);
+    let left = ringbench::output::files::leftovers(&dir);
     let tmp = left
         .iter()
         .find(|p| p.to_string_lossy().contains(".requests.jsonl.tmp."))

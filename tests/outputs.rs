@@ -285,7 +285,7 @@ fn warmup_by_count_by_duration_and_both_are_reported_apart() {
     // The console says it too.
     let mut text = Vec::new();
     let summary: ringbench::summary::Summary = serde_json::from_value(s).unwrap();
-    ringbench::report::print_console(&summary, &mut text).unwrap();
+    ringbench::output::console::print_console(&summary, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains(&format!("{by_count} / {by_duration} / {both}")),

@@ -296,7 +296,7 @@ fn same_kind(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 
 #[test]
 fn vllm_export_has_vllms_keys_units_and_figures() {
-    use ringbench::export::{self, ExportKind};
+    use ringbench::output::export::{self, ExportKind};
     let (dir, s) = hand_dir("vllm", vec![99.0]);
     export::write_all(&dir, &dir, &s, &[ExportKind::Vllm]).unwrap();
     let got = read_json(&dir.join("vllm_result.json"));
@@ -349,7 +349,7 @@ const AIPERF_JSONL_SAMPLE: &str = r#"{"metadata": {"session_num": 45, "x_request
 
 #[test]
 fn aiperf_exports_have_aiperfs_shape_and_figures() {
-    use ringbench::export::{self, ExportKind};
+    use ringbench::output::export::{self, ExportKind};
     let (dir, s) = hand_dir("aiperf", vec![50.0]);
     export::write_all(&dir, &dir, &s, &[ExportKind::Aiperf]).unwrap();
     let agg = read_json(&dir.join("profile_export_aiperf.json"));
@@ -402,7 +402,7 @@ fn aiperf_exports_have_aiperfs_shape_and_figures() {
 #[test]
 fn summary_csv_has_one_row_per_metric_and_statistic() {
     let (dir, s) = hand_dir("csv", vec![50.0, 99.0]);
-    let csv = ringbench::export::csv::render(&s);
+    let csv = ringbench::output::export::csv::render(&s);
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
     assert_eq!(
         rows[0],

@@ -8,8 +8,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use ringbench::clock::mono_ns;
 use ringbench::plan::IoDriver;
+use ringbench::rt::clock::mono_ns;
 use ringbench::sim::{self, SimConfig, SimHandle};
 use serde_json::Value;
 

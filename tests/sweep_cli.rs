@@ -173,7 +173,10 @@ fn sigint_and_wait(child: &mut Child, limit: Duration) -> (i32, Duration) {
 fn no_leftovers(dir: &Path) {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        assert_eq!(ringbench::outfile::leftovers(&d), Vec::<PathBuf>::new());
+        assert_eq!(
+            ringbench::output::files::leftovers(&d),
+            Vec::<PathBuf>::new()
+        );
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             if e.path().is_dir() {
                 stack.push(e.path());

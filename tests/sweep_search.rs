@@ -12,9 +12,9 @@ mod common;
 
 use common::{lock, out_dir, read_json};
 use ringbench::plan::{Load, Plan};
-use ringbench::sweep::search::{search, SearchSpec};
-use ringbench::sweep::slo::SloBound;
-use ringbench::sweep::{self, Axis, PointSpec};
+use ringbench::study::search::{search, SearchSpec};
+use ringbench::study::slo::SloBound;
+use ringbench::study::sweep::{self, Axis, PointSpec};
 use std::time::Duration;
 
 /// The simulator with its load model on: TTFT 2 ms plus 4 ms per other request in flight.
@@ -119,7 +119,7 @@ fn sweep_writes_json_and_csv_and_no_knee_on_a_falling_curve() {
     let crossing = s.analysis.slo_crossing.unwrap();
     let hp = s.analysis.highest_pass.unwrap();
     assert!(crossing >= hp, "{crossing} < {hp}");
-    sweep::output::write_sweep(&dir, &s).unwrap();
+    ringbench::output::study::write_sweep(&dir, &s).unwrap();
     let json = read_json(&dir.join("sweep.json"));
     assert_eq!(json["points"].as_array().unwrap().len(), loads.len());
     assert!(json["points"][0]["runs"][0]["latency_ms"]["ttft"]["p95"].is_number());
@@ -213,9 +213,9 @@ fn sweep_knee_matches_the_load_model() {
         a.latency_knee.knee
     );
     // The plots mark the same knee, on throughput and on e2e.
-    let marked = |c: ringbench::plot::Chart| c.vlines.iter().any(|v| v.1 == knee.load);
-    assert!(marked(ringbench::plot::throughput_chart(&s)));
-    assert!(marked(ringbench::plot::latency_chart(&s, "e2e")));
+    let marked = |c: ringbench::output::plot::Chart| c.vlines.iter().any(|v| v.1 == knee.load);
+    assert!(marked(ringbench::output::plot::throughput_chart(&s)));
+    assert!(marked(ringbench::output::plot::latency_chart(&s, "e2e")));
 }
 
 /// The open-loop knee against the load model. TTFT 5 ms + 1 ms per other request in flight,
@@ -280,7 +280,7 @@ fn open_loop_knee_is_at_the_load_models_capacity() {
 }
 
 fn report_is_self_contained_and_plots_carry_data(dir: &std::path::Path, s: &sweep::Sweep) {
-    let path = ringbench::html::write_sweep_report(dir, s).unwrap();
+    let path = ringbench::output::html::write_sweep_report(dir, s).unwrap();
     let html = std::fs::read_to_string(&path).unwrap();
     let lower = html.to_ascii_lowercase();
     for fetch in [
@@ -380,7 +380,7 @@ fn timeline_plots_a_real_runs_summary() {
     plan.out_dir = Some(dir.clone());
     let summary = ringbench::run::run(&plan, |_, _| {}).unwrap();
     let value = serde_json::to_value(&summary).unwrap();
-    let charts = ringbench::plot::timeline_charts(&value);
+    let charts = ringbench::output::plot::timeline_charts(&value);
     let titles: Vec<&str> = charts.iter().map(|c| c.title.as_str()).collect();
     assert_eq!(charts.len(), 3, "{titles:?}");
     let names = |i: usize| -> Vec<&str> { charts[i].series.iter().map(|s| s.0.as_str()).collect() };
@@ -400,7 +400,7 @@ fn timeline_plots_a_real_runs_summary() {
         .unwrap()
         .1;
     assert!(in_flight.iter().any(|p| p.1 > 1.0), "{in_flight:?}");
-    let path = ringbench::html::write_run_report(&dir, &summary).unwrap();
+    let path = ringbench::output::html::write_run_report(&dir, &summary).unwrap();
     let html = std::fs::read_to_string(path).unwrap();
     let timeline = html
         .split("<svg")

@@ -45,7 +45,7 @@ impl Drop for Certs {
 fn tls_sim(cert: &Path, key: &Path) -> ringbench::sim::SimHandle {
     ringbench::sim::start(ringbench::sim::SimConfig {
         cpus: vec![cpu_pair().1],
-        tls: Some(ringbench::tls::server_config(cert, key).unwrap()),
+        tls: Some(ringbench::http::tls::server_config(cert, key).unwrap()),
         ..ringbench::sim::SimConfig::default()
     })
     .unwrap()

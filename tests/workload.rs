@@ -13,10 +13,10 @@ mod common;
 mod gpt2;
 
 use common::{cpu_pair, lock, made_dir, output, read_json, read_jsonl, ringbench};
-use ringbench::dataset::{DatasetKind, DatasetSpec, Sampling};
-use ringbench::lengths::LengthDist;
 use ringbench::plan::{Load, Plan, Stop};
-use ringbench::workload::{prepare, PrefixSpec};
+use ringbench::prepare::dataset::{DatasetKind, DatasetSpec, Sampling};
+use ringbench::prepare::lengths::LengthDist;
+use ringbench::prepare::{prepare, PrefixSpec};
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 
@@ -333,7 +333,7 @@ fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
     let tok = Tokenizer::from_file(gpt2()).unwrap();
     let path = write_trace("prompts", TRACE);
     let mut p = Plan::defaults();
-    p.load = Load::Trace(ringbench::trace::TraceLoad::open(&path, 16, 1.0, None).unwrap());
+    p.load = Load::Trace(ringbench::prepare::trace::TraceLoad::open(&path, 16, 1.0, None).unwrap());
     p.workload.tokenizer = Some(gpt2().to_path_buf());
     let prepared = prepare(&p).unwrap();
     assert_eq!(prepared.prompts.len(), TRACE.len());
@@ -373,7 +373,7 @@ fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
         "no hash ids: text of its own"
     );
     // The catalog sends those texts: the request bodies keep the shared bytes.
-    let cat = ringbench::catalog::Catalog::build(&p, &prepared, "h", "m");
+    let cat = ringbench::prepare::catalog::Catalog::build(&p, &prepared, "h", "m");
     let body = |i: u64| {
         let b = &cat.get(i).bytes;
         let at = b.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;

@@ -3,11 +3,11 @@
 //! the `Summary`, checks the bookkeeping invariants and judges whether the client's overhead
 //! leaves the figures trustworthy. Runs once, after the last record; never prints.
 
-use super::jsonl::RequestLog;
 use super::sidecar::RunSidecar;
 use super::{Collector, Dist, Measured, RunFacts, Settings, WorkerStats};
-use crate::netcount::NetDelta;
 use crate::plan::Plan;
+use crate::record::jsonl::RequestLog;
+use crate::rt::netcount::NetDelta;
 use crate::summary::{
     Achieved, Counts, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput, Tokens,
     Tool, WorkerOverhead, SCHEMA_VERSION,
@@ -116,7 +116,7 @@ fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut V
         warnings.push(format!(
             "{} is incomplete: writing it failed ({e}); what was written is left under its \
              temporary name (.{0}.tmp.PID); the summary's figures are unaffected",
-            super::jsonl::FILE_NAME
+            crate::record::jsonl::FILE_NAME
         ));
     }
 }

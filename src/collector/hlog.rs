@@ -19,7 +19,7 @@
 //! prints.
 
 use super::dist::new_histogram;
-use crate::outfile::PendingFile;
+use crate::output::files::PendingFile;
 use crate::record::{Outcome, Record};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;

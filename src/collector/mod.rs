@@ -14,7 +14,6 @@ pub mod definitions;
 mod dist;
 mod finish;
 pub mod hlog;
-pub mod jsonl;
 pub mod osl;
 pub mod replay;
 pub mod series;
@@ -27,10 +26,10 @@ pub use finish::judge_overhead;
 pub use settings::{Settings, SettingsError};
 
 use crate::plan::{Plan, Slo, SloMetric};
+use crate::record::jsonl::RequestLog;
 use crate::record::{OslSource, Outcome, Record};
 use crate::summary::OutputSource;
 use hdrhistogram::Histogram;
-use jsonl::RequestLog;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
@@ -131,9 +130,9 @@ pub struct RunFacts {
     pub sim: Option<serde_json::Value>,
     pub warnings: Vec<String>,
     /// What the requests asked (lengths, prefixes), for the summary's `workload` block.
-    pub workload: Option<crate::workload::WorkloadStats>,
+    pub workload: Option<crate::prepare::WorkloadStats>,
     /// The host's network drop and retransmit counters over the run.
-    pub kernel_net: Option<crate::netcount::NetDelta>,
+    pub kernel_net: Option<crate::rt::netcount::NetDelta>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up

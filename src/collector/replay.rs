@@ -144,8 +144,8 @@ pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
         at_ns: e.at_ns,
         server_ns: e.server_ns,
         tokens: e.tokens,
-        output: e.flags & super::jsonl::FLAG_OUTPUT != 0,
-        reasoning: e.flags & super::jsonl::FLAG_REASONING != 0,
+        output: e.flags & crate::record::jsonl::FLAG_OUTPUT != 0,
+        reasoning: e.flags & crate::record::jsonl::FLAG_REASONING != 0,
         text_bytes: 0,
         text_tokens: e.text_tokens,
     }));
@@ -180,7 +180,7 @@ pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
 
 /// Calls `each` with every record of `dir/requests.jsonl`, in file order.
 pub fn read_records(dir: &Path, mut each: impl FnMut(&Record)) -> Result<u64, ReplayError> {
-    let path = dir.join(super::jsonl::FILE_NAME);
+    let path = dir.join(crate::record::jsonl::FILE_NAME);
     let io_err = |source| ReplayError::Io {
         path: path.clone(),
         source,

@@ -167,7 +167,7 @@ mod tests {
         let closed = Settings::from_plan(&Plan::defaults()).unwrap();
         assert_eq!(Settings::from_config(&closed.config).unwrap(), closed);
         let mut varied = Plan::defaults();
-        varied.workload.output = Some(crate::lengths::LengthDist::Uniform {
+        varied.workload.output = Some(crate::prepare::lengths::LengthDist::Uniform {
             mean: 100,
             range_ratio: 0.5,
         });

@@ -33,9 +33,9 @@ pub struct RunSidecar {
     pub workers: Vec<WorkerDoc>,
     /// The workload as drawn before the run (lengths, method, prefixes, observed cache hits).
     #[serde(default)]
-    pub workload: Option<crate::workload::WorkloadStats>,
+    pub workload: Option<crate::prepare::WorkloadStats>,
     #[serde(default)]
-    pub kernel_net: Option<crate::netcount::NetDelta>,
+    pub kernel_net: Option<crate::rt::netcount::NetDelta>,
 }
 
 /// `WorkerStats` as stored.
@@ -109,7 +109,7 @@ impl RunSidecar {
 
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        crate::outfile::write_atomic(&dir.join(FILE_NAME), &text)
+        crate::output::files::write_atomic(&dir.join(FILE_NAME), &text)
     }
 
     pub fn read(dir: &Path) -> io::Result<Self> {

@@ -6,6 +6,7 @@
 
 pub mod chunked;
 pub mod response;
+pub mod tls;
 
 pub use chunked::{ChunkError, ChunkedDecoder};
 pub use response::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};

@@ -24,7 +24,7 @@ use super::stats::{bump, ThreadStats};
 use super::tls_stream::SimStream;
 use super::truth::TruthBoard;
 use super::Settings;
-use crate::clock::mono_ns;
+use crate::rt::clock::mono_ns;
 
 mod faulty;
 

@@ -13,7 +13,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
-use crate::clock::mono_ns;
+use crate::rt::clock::mono_ns;
 
 /// Deadlines closer than this are met by a short busy wait instead of a kernel timer: a
 /// timer wake-up costs more than this and would land later.
@@ -104,7 +104,7 @@ pub(crate) fn fire_now(timer_fd: RawFd) {
     let _ = arm(timer_fd, 1);
 }
 
-use crate::timer::arm_abs as arm;
+use crate::rt::timer::arm_abs as arm;
 
 fn spin_until(deadline_ns: u64) {
     while mono_ns() < deadline_ns {
@@ -161,7 +161,7 @@ impl StopWait {
 }
 
 /// Timer slack to 1 ns so hrtimer wake-ups (timerfd) are not batched up to 50 µs late.
-pub(crate) use crate::timer::lower_timer_slack as tighten_timer_slack;
+pub(crate) use crate::rt::timer::lower_timer_slack as tighten_timer_slack;
 
 #[cfg(test)]
 mod tests {

@@ -84,7 +84,7 @@ pub struct SimConfig {
     /// Load model (off at 0): extra ms of TTFT and of ITL per other request in flight.
     pub ttft_per_inflight_ms: f64,
     pub itl_per_inflight_ms: f64,
-    /// Serve TLS with this config (`--tls-cert/--tls-key`; see `crate::tls::server_config`).
+    /// Serve TLS with this config (`--tls-cert/--tls-key`; see `crate::http::tls::server_config`).
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -187,7 +187,7 @@ pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
     };
     // Made before any thread starts, so each can serve `GET /sim/truth` for all of them.
     let stats: Vec<_> = cpus.iter().map(|_| Arc::default()).collect();
-    let board = Arc::new(TruthBoard::new(stats.clone(), crate::clock::mono_ns()));
+    let board = Arc::new(TruthBoard::new(stats.clone(), crate::rt::clock::mono_ns()));
     for (index, (cpu, stats)) in cpus.into_iter().zip(stats).enumerate() {
         // Threads after the first bind the port the first one got.
         let (thread, bound) = spawn_thread(

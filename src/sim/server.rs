@@ -20,8 +20,8 @@ use super::fdwait::{tighten_timer_slack, StopWait, StopWaitSeed};
 use super::stats::{bump, ThreadStats};
 use super::truth::TruthBoard;
 use super::Settings;
-use crate::clock::thread_cpu_ns;
 use crate::plan::IoDriver;
+use crate::rt::clock::thread_cpu_ns;
 
 type Runtime = FusionRuntime<TimeDriver<IoUringDriver>, TimeDriver<LegacyDriver>>;
 

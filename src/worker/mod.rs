@@ -8,18 +8,17 @@ mod lane;
 mod pacer;
 mod spin;
 pub use spin::MAX_NS as MAX_SPIN_NS;
-mod runtime;
 mod rxstamp;
 
-pub use runtime::{
+pub use crate::rt::driver::{
     block_on as block_on_driver, current as current_driver, uring_available, DriverUsed,
 };
 
-use crate::catalog::Catalog;
-use crate::clock::RunClock;
 use crate::collector::WorkerStats;
 use crate::plan::{Load, Plan};
+use crate::prepare::catalog::Catalog;
 use crate::record::{Record, Spare, WarmupBy};
+use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use lane::{Job, Lanes};
@@ -118,7 +117,9 @@ pub fn spawn(setup: WorkerSetup) -> std::io::Result<std::thread::JoinHandle<Work
             let plan_driver = setup.plan.io_driver;
             let polls = spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup));
             let (driver, (stats, warnings)) =
-                runtime::block_on_polling(plan_driver, polls, || worker_main(setup, pinned));
+                crate::rt::driver::block_on_polling(plan_driver, polls, || {
+                    worker_main(setup, pinned)
+                });
             WorkerEnd {
                 stats,
                 driver,
@@ -236,7 +237,7 @@ impl Ctx {
 }
 
 async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<String>) {
-    let cpu_start_ns = crate::clock::thread_cpu_ns();
+    let cpu_start_ns = crate::rt::clock::thread_cpu_ns();
     let wall_start_ns = setup.clock.now_ns();
     let free = (0..PREALLOCATED_EVENT_VECS)
         .map(|_| Spare {
@@ -298,7 +299,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let stats = WorkerStats {
         worker: s.index as u16,
         cpu: s.cpu,
-        cpu_ns: crate::clock::thread_cpu_ns() - cpu_start_ns,
+        cpu_ns: crate::rt::clock::thread_cpu_ns() - cpu_start_ns,
         wall_ns: s.clock.now_ns() - wall_start_ns,
         loop_lag,
         reads: c.reads,

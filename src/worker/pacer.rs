@@ -11,8 +11,8 @@
 
 use super::spin::SpinBudget;
 use super::Ctx;
-use crate::clock::RunClock;
-use crate::timer::PreciseTimer;
+use crate::rt::clock::RunClock;
+use crate::rt::timer::PreciseTimer;
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

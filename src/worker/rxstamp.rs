@@ -169,9 +169,9 @@ fn software_stamp(msg: &libc::msghdr) -> Option<u64> {
 /// monotonic ones, so the error is half their gap (tens of ns). A clock step during the run
 /// would shift it; a delay that comes out negative is counted, never reported as a figure.
 pub fn realtime_offset_ns() -> i64 {
-    let a = crate::clock::mono_ns();
+    let a = crate::rt::clock::mono_ns();
     let rt = realtime_ns();
-    let b = crate::clock::mono_ns();
+    let b = crate::rt::clock::mono_ns();
     rt as i64 - (a / 2 + b / 2) as i64
 }
 
@@ -220,7 +220,7 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let user_mono = crate::clock::mono_ns() as i64;
+        let user_mono = crate::rt::clock::mono_ns() as i64;
         let kernel_mono = stamped.expect("loopback gives software RX stamps") as i64 - offset;
         let delay = user_mono - kernel_mono;
         assert!(

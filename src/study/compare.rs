@@ -4,8 +4,8 @@
 //! `--repeats ≥ 2`); for single runs it is left unknown rather than guessed. Reads files;
 //! never prints.
 
-use crate::sweep::analysis::Spread;
-use crate::sweep::Sweep;
+use crate::study::analysis::Spread;
+use crate::study::sweep::Sweep;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

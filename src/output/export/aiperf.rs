@@ -21,7 +21,7 @@ use super::{write_err, ExportError};
 use crate::collector::definitions::Definitions;
 use crate::collector::replay::read_records;
 use crate::collector::Dist;
-use crate::outfile::PendingFile;
+use crate::output::files::PendingFile;
 use crate::record::{Outcome, Record};
 use crate::summary::Summary;
 use serde_json::{json, Map, Value};
@@ -57,7 +57,7 @@ pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), Export
     let agg = aggregate(records, summary)?;
     let path = out.join(JSON_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
-    crate::outfile::write_atomic(&path, &text).map_err(write_err(&path))
+    crate::output::files::write_atomic(&path, &text).map_err(write_err(&path))
 }
 
 /// The per-request metrics of one successful request, AIPerf's names and units.

@@ -228,7 +228,7 @@ fn log_item(line: &str) -> Result<Item, String> {
     let (Some(p), Some(c)) = (l.prompt_tokens, l.completion_tokens) else {
         return Err("needs both \"prompt_tokens\" and \"completion_tokens\"".into());
     };
-    let max = u64::from(crate::lengths::MAX_LENGTH);
+    let max = u64::from(crate::prepare::lengths::MAX_LENGTH);
     if !(1..=max).contains(&p) || !(1..=max).contains(&c) {
         return Err(format!(
             "prompt_tokens {p} and completion_tokens {c} must be in [1, {max}]"

@@ -398,7 +398,7 @@ pub fn write_json_atomic(dir: &Path, name: &str, value: &impl serde::Serialize) 
 }
 
 /// One line per calibration point, as it finishes.
-pub fn calibrate_point_line(p: &crate::calibrate::CalibratePoint) -> String {
+pub fn calibrate_point_line(p: &crate::study::calibrate::CalibratePoint) -> String {
     let lag = &p.sched_lag_ms;
     let dd = p.delivery_delay_ms.as_ref();
     format!(
@@ -416,7 +416,7 @@ pub fn calibrate_point_line(p: &crate::calibrate::CalibratePoint) -> String {
 
 /// The calibration's verdict block.
 pub fn print_calibration(
-    c: &crate::calibrate::Calibration,
+    c: &crate::study::calibrate::Calibration,
     out: &mut impl Write,
 ) -> io::Result<()> {
     writeln!(out, "{}", rule(" Client calibration ", '='))?;

@@ -4,17 +4,12 @@
 //! numbers out of them. The library never prints: progress and each finished point go to
 //! the caller's callback; `report`/`main` print.
 
-pub mod analysis;
-pub mod output;
-pub mod search;
-pub mod slo;
-
+use super::analysis::Spread;
+use super::slo::SloBound;
 use crate::plan::{Load, Plan};
 use crate::run::RunError;
 use crate::summary::Summary;
-use analysis::Spread;
 use serde::{Deserialize, Serialize};
-use slo::SloBound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -89,7 +84,7 @@ pub struct Point {
 }
 
 /// serde's default for `valid` in files written before it existed (points and probes).
-fn yes() -> bool {
+pub(crate) fn yes() -> bool {
     true
 }
 
@@ -356,16 +351,16 @@ pub struct Sweep {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
-    /// Where throughput stops growing while latency starts climbing (`analysis::knee`).
-    pub knee: Option<analysis::Knee>,
+    /// Where throughput stops growing while latency starts climbing (`super::analysis::knee`).
+    pub knee: Option<super::analysis::Knee>,
     /// Why there is no knee, when there is none (naming the missing component).
     pub knee_note: Option<String>,
     /// Kneedle on throughput vs load alone.
     #[serde(default)]
-    pub throughput_knee: analysis::KneePart,
+    pub throughput_knee: super::analysis::KneePart,
     /// Kneedle on e2e p50 vs load alone.
     #[serde(default)]
-    pub latency_knee: analysis::KneePart,
+    pub latency_knee: super::analysis::KneePart,
     /// Highest measured load that passed every SLO.
     pub highest_pass: Option<f64>,
     /// Highest load that passes, interpolated between the last pass and the first fail.
@@ -426,12 +421,12 @@ pub fn sweep_with(
 /// take no part in the knee or the crossing: their figures are unknown, not a failure, so
 /// a load the client could not measure cleanly neither passes nor ends the passing run.
 pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
-    let curve: Vec<analysis::CurvePoint> = points
+    let curve: Vec<super::analysis::CurvePoint> = points
         .iter()
         .enumerate()
         .filter(|(_, p)| p.counts(spec.allow_invalid))
         .filter_map(|(index, p)| {
-            Some(analysis::CurvePoint {
+            Some(super::analysis::CurvePoint {
                 index,
                 load: p.load,
                 throughput: p.throughput_requests_per_s.median?,
@@ -439,7 +434,7 @@ pub fn analyze(spec: &PointSpec, points: Vec<Point>) -> Sweep {
             })
         })
         .collect();
-    let mut found = analysis::knee(&curve);
+    let mut found = super::analysis::knee(&curve);
     let mut warnings: Vec<String> = points.iter().flat_map(|p| p.warnings.clone()).collect();
     let left_out = points.len() - curve.len();
     if left_out > 0 {
@@ -532,7 +527,7 @@ fn crossing(slos: &[SloBound], points: &[&Point]) -> (Option<f64>, Option<f64>, 
         if v1 < s.max_ms {
             continue;
         }
-        let x = analysis::interpolate_crossing(a.load, v0, b.load, v1, s.max_ms);
+        let x = super::analysis::interpolate_crossing(a.load, v0, b.load, v1, s.max_ms);
         if best.is_none_or(|(bx, _)| x < bx) {
             best = Some((x, &s.text));
         }

@@ -3,6 +3,9 @@
 //! sent; a bad flag yields a `UsageError` that names the flag and the fix (exit code 2).
 //! Flag names follow `vllm bench serve` and AIPerf where the meaning is the same.
 
+pub mod study_args;
+pub mod workload_args;
+
 use crate::plan::{
     Arrival, Endpoint, IoDriver, Load, Plan, SimSettings, Slo, SloMetric, Stop, Target,
     DEFAULT_PERCENTILES,
@@ -37,15 +40,15 @@ pub enum Command {
     /// Exit status: 0 when the sweep ran (points failing the SLOs above a passing one are
     /// its answer); 3 when --slo was given and no point met every SLO; 1 on an error; 2 on
     /// bad usage.
-    Sweep(Box<crate::cli_sweep::SweepArgs>),
+    Sweep(Box<crate::cli::study_args::SweepArgs>),
     /// The highest concurrency (or rate) that meets the SLOs, found adaptively.
     ///
     /// Exit status: 0 when a passing load was found (converged or not: the last line says
     /// which); 3 when even the lowest load probed fails the SLOs; 1 on an error; 2 on bad
     /// usage.
-    Search(Box<crate::cli_sweep::SearchArgs>),
+    Search(Box<crate::cli::study_args::SearchArgs>),
     /// Two runs or sweeps side by side.
-    Compare(crate::cli_sweep::CompareArgs),
+    Compare(crate::cli::study_args::CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -82,11 +85,11 @@ pub struct CalibrateArgs {
 }
 
 impl CalibrateArgs {
-    pub fn to_config(&self) -> Result<crate::calibrate::CalibrateConfig, UsageError> {
+    pub fn to_config(&self) -> Result<crate::study::calibrate::CalibrateConfig, UsageError> {
         let rates = self
             .rates
             .clone()
-            .unwrap_or_else(|| crate::calibrate::CalibrateConfig::DEFAULT_RATES.to_vec());
+            .unwrap_or_else(|| crate::study::calibrate::CalibrateConfig::DEFAULT_RATES.to_vec());
         if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
             return usage("--rates: give rates above 0, like 1000,5000,10000");
         }
@@ -105,7 +108,7 @@ impl CalibrateArgs {
                 .find(|c| !client.contains(c))
                 .unwrap_or(&online[0])],
         };
-        Ok(crate::calibrate::CalibrateConfig {
+        Ok(crate::study::calibrate::CalibrateConfig {
             rates,
             duration_ns: self.duration,
             output_tokens: self.output_tokens.max(1),
@@ -265,10 +268,10 @@ pub struct RunArgs {
     /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens) or logs
     /// (prompt_tokens, completion_tokens) [default: sharegpt for .json, else jsonl].
     #[arg(long, value_enum, requires = "dataset")]
-    pub dataset_format: Option<crate::dataset::DatasetKind>,
+    pub dataset_format: Option<crate::prepare::dataset::DatasetKind>,
     /// Order items are taken in: sequential, random (with replacement) or shuffle; seeded.
     #[arg(long, value_enum, default_value = "sequential", requires = "dataset")]
-    pub dataset_sampling: crate::dataset::Sampling,
+    pub dataset_sampling: crate::prepare::dataset::Sampling,
     /// Send ignore_eos: true (vLLM/SGLang), so answers run to max_tokens.
     #[arg(long)]
     pub ignore_eos: bool,
@@ -294,7 +297,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = TRACE_CONFLICTS)]
     pub trace: Option<PathBuf>,
     /// Tokens per hash_ids entry in the trace (Mooncake: 512).
-    #[arg(long, value_name = "N", default_value_t = crate::trace::DEFAULT_BLOCK_SIZE, requires = "trace")]
+    #[arg(long, value_name = "N", default_value_t = crate::prepare::trace::DEFAULT_BLOCK_SIZE, requires = "trace")]
     pub trace_block_size: u32,
     /// Replay X times faster than recorded (gaps divided by X).
     #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
@@ -618,7 +621,7 @@ fn parse_header(s: &str) -> Result<(String, String), UsageError> {
 
 fn load_of(a: &RunArgs) -> Result<Load, UsageError> {
     if a.trace.is_some() {
-        return crate::workload_args::trace_load_of(a);
+        return crate::cli::workload_args::trace_load_of(a);
     }
     if let Some(rate) = a.request_rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -662,10 +665,12 @@ fn percentiles_of(a: &RunArgs) -> Result<Vec<f64>, UsageError> {
 }
 
 /// `--export` (run and report): the formats to write; all when not given.
-pub fn exports_of(list: Option<&[String]>) -> Result<Vec<crate::export::ExportKind>, UsageError> {
+pub fn exports_of(
+    list: Option<&[String]>,
+) -> Result<Vec<crate::output::export::ExportKind>, UsageError> {
     match list {
-        None => Ok(crate::export::ALL.to_vec()),
-        Some(items) => crate::export::parse_list(items).map_err(UsageError),
+        None => Ok(crate::output::export::ALL.to_vec()),
+        Some(items) => crate::output::export::parse_list(items).map_err(UsageError),
     }
 }
 
@@ -729,7 +734,7 @@ impl RunArgs {
         };
         // A trace sends each of its lines once (warm-up ones included).
         let stop = match &load {
-            Load::Trace(t) => crate::workload_args::trace_stop(t, self.warmup_requests)?,
+            Load::Trace(t) => crate::cli::workload_args::trace_stop(t, self.warmup_requests)?,
             _ => stop,
         };
         let output_tokens = self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS);
@@ -846,7 +851,7 @@ impl RunArgs {
             exports: exports_of(self.export.as_deref())?,
             cacert: self.cacert.clone(),
             insecure: self.insecure,
-            workload: crate::workload_args::workload_of(self)?,
+            workload: crate::cli::workload_args::workload_of(self)?,
             rx_timestamps: self.rx_timestamps,
             pacer_spin_ns: self.pacer_spin_us.0,
         })

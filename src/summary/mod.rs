@@ -47,7 +47,7 @@ pub struct Summary {
     pub timeseries: crate::collector::series::TimeSeries,
     /// Input/output lengths asked (realized percentiles), their method, shared prefixes.
     #[serde(default)]
-    pub workload: Option<crate::workload::WorkloadStats>,
+    pub workload: Option<crate::prepare::WorkloadStats>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -318,7 +318,7 @@ pub struct Overhead {
     /// What the host's kernel dropped and retransmitted during the run (host-wide counters);
     /// `null` when they could not be read.
     #[serde(default)]
-    pub kernel_net: Option<crate::netcount::NetDelta>,
+    pub kernel_net: Option<crate::rt::netcount::NetDelta>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

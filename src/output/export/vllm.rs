@@ -19,7 +19,7 @@
 use super::{write_err, ExportError};
 use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
 use crate::collector::replay::read_records;
-use crate::outfile::PendingFile;
+use crate::output::files::PendingFile;
 use crate::record::{Outcome, Record};
 use crate::summary::{Stats, Summary};
 use serde_json::{json, Map, Value};

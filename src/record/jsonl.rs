@@ -29,7 +29,7 @@
 //!   `--tokenizer`, an event the client tokenizer credited with tokens has a fifth element,
 //!   that count (`[at_ns, tokens, server_ns, flags, text_tokens]`).
 
-use crate::outfile::PendingFile;
+use crate::output::files::PendingFile;
 use crate::record::{EventStamp, OslSource, Record};
 use std::io::{self, Write};
 use std::path::Path;

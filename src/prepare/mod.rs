@@ -10,11 +10,17 @@
 //! cache may serve whole: `Prefix::repeat_note` says so when it can happen. A trace replay
 //! (`--trace`) instead gets one prompt per line, bounded by `trace::MAX_TRACE_REQUESTS`.
 
-use crate::dataset::{self, DatasetError, DatasetSpec, Item};
-use crate::lengths::{LengthDist, Realized};
+pub mod catalog;
+pub mod dataset;
+pub mod lengths;
+pub mod tokenizer;
+pub mod trace;
+
+use self::dataset::{DatasetError, DatasetSpec, Item};
+use self::lengths::{LengthDist, Realized};
+use self::tokenizer::{PromptTokenizer, TokenizerError};
+use self::trace::{TraceLoad, TraceRequest};
 use crate::plan::{Load, Plan};
-use crate::tokenizer::{PromptTokenizer, TokenizerError};
-use crate::trace::{TraceLoad, TraceRequest};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};

@@ -2,16 +2,18 @@
 //! the stages together — simulator (when no URL), catalog, workers, collector — and it owns
 //! the collector thread's loop. It never prints: progress goes to the caller's callback.
 
-use crate::catalog::Catalog;
-use crate::clock::RunClock;
+pub mod lock;
+
 use crate::collector::{Collector, LiveCounts, RunFacts};
-use crate::netcount::NetCounters;
 use crate::plan::{IoDriver, Load, Plan};
+use crate::prepare::catalog::Catalog;
+use crate::prepare::{CacheTally, Prepared};
 use crate::record::{Record, Spare};
+use crate::rt::clock::RunClock;
+use crate::rt::netcount::NetCounters;
 use crate::schedule::Schedule;
 use crate::summary::Summary;
 use crate::worker::{self, Shared, WorkerSetup};
-use crate::workload::{CacheTally, Prepared};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -41,14 +43,14 @@ pub enum RunError {
     #[error("--io-driver uring: the kernel refuses io_uring here (use --io-driver epoll or auto)")]
     UringRefused,
     #[error("exports: {0}")]
-    Export(#[from] crate::export::ExportError),
+    Export(#[from] crate::output::export::ExportError),
     #[error(transparent)]
-    Tls(#[from] crate::tls::TlsError),
+    Tls(#[from] crate::http::tls::TlsError),
     #[error(transparent)]
-    Busy(#[from] crate::lock::LockError),
+    Busy(#[from] crate::run::lock::LockError),
     /// A tokenizer or dataset that cannot be used (bad input: exit code 2).
     #[error(transparent)]
-    Workload(#[from] crate::workload::WorkloadError),
+    Workload(#[from] crate::prepare::WorkloadError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -81,7 +83,7 @@ fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
     };
     let tls = match t.https {
         true => Some(TlsTarget {
-            config: crate::tls::client_config(plan.cacert.as_deref(), plan.insecure)?,
+            config: crate::http::tls::client_config(plan.cacert.as_deref(), plan.insecure)?,
             host: t.host.clone(),
         }),
         false => None,
@@ -141,7 +143,7 @@ fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
     let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
     let limit = Duration::from_nanos(plan.connect_timeout_ns);
     let mut s: Box<dyn ReadWrite> = match &ep.tls {
-        Some(t) => Box::new(crate::tls::probe(
+        Some(t) => Box::new(crate::http::tls::probe(
             ep.addr,
             &t.host,
             t.config.clone(),
@@ -198,7 +200,7 @@ pub fn run_with(
     interrupt: &AtomicBool,
     on_progress: impl FnMut(&LiveCounts, f64),
 ) -> Result<Summary, RunError> {
-    let prepared = crate::workload::prepare(plan)?;
+    let prepared = crate::prepare::prepare(plan)?;
     run_prepared(plan, prepared, interrupt, on_progress)
 }
 
@@ -213,11 +215,11 @@ pub fn run_prepared(
     if plan.io_driver == IoDriver::Uring && !worker::uring_available() {
         return Err(RunError::UringRefused);
     }
-    let started_at = crate::clock::rfc3339_now();
+    let started_at = crate::rt::clock::rfc3339_now();
     let ep = resolve(plan)?;
     // Held until the run returns; the kernel releases it on any other exit.
     let _lock = match &plan.target {
-        Some(t) if !plan.allow_concurrent => Some(crate::lock::acquire(
+        Some(t) if !plan.allow_concurrent => Some(crate::run::lock::acquire(
             &format!("{}{}", ep.addr, t.base_path),
             &started_at,
         )?),
@@ -228,7 +230,7 @@ pub fn run_prepared(
             // A certificate problem is one clear error before the run, not N `connect`s.
             if let Some(t) = &ep.tls {
                 let limit = Duration::from_nanos(plan.connect_timeout_ns);
-                crate::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
+                crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
             }
             m.clone()
         }
@@ -328,9 +330,9 @@ pub fn run_prepared(
         .finish(plan, facts)
         .map_err(io_err("cannot write the results"))?;
     if let Some(dir) = &plan.out_dir {
-        crate::report::write_summary_json(dir, &summary)
+        crate::output::console::write_summary_json(dir, &summary)
             .map_err(io_err("cannot write summary.json"))?;
-        crate::export::write_all(dir, dir, &summary, &plan.exports)?;
+        crate::output::export::write_all(dir, dir, &summary, &plan.exports)?;
     }
     Ok(summary)
 }
@@ -342,7 +344,7 @@ fn tls_connector(ep: &Endpoint) -> Result<Option<worker::TlsClient>, RunError> {
     };
     Ok(Some(worker::TlsClient {
         connector: monoio_rustls::TlsConnector::from(t.config.clone()),
-        name: crate::tls::server_name(&t.host)?,
+        name: crate::http::tls::server_name(&t.host)?,
     }))
 }
 

@@ -3,9 +3,9 @@
 //! fetched — with the tables and the plots. Reads finished results and the run folders they
 //! were written to; writes files; never prints.
 
-use crate::plot::{self, Chart};
+use crate::output::plot::{self, Chart};
+use crate::study::sweep::{Point, Sweep};
 use crate::summary::Summary;
-use crate::sweep::{Point, Sweep};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,9 +37,9 @@ fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
     for (name, c) in charts {
         let svg = c.svg().map_err(io::Error::other)?;
         if let Some(svg) = svg {
-            crate::outfile::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
+            crate::output::files::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
             if let Some(png) = c.png().map_err(io::Error::other)? {
-                crate::outfile::write_atomic(&plots.join(format!("{name}.png")), &png)?;
+                crate::output::files::write_atomic(&plots.join(format!("{name}.png")), &png)?;
             }
             // Drop the XML prolog, if any: the SVG goes inline.
             let at = svg.find("<svg").unwrap_or(0);
@@ -122,7 +122,7 @@ pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
     b.push_str("<h2>Plots</h2>\n");
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    crate::outfile::write_atomic(&path, page("ringbench run", &b).as_ref())?;
+    crate::output::files::write_atomic(&path, page("ringbench run", &b).as_ref())?;
     Ok(path)
 }
 
@@ -182,7 +182,7 @@ fn point_row(p: &Point, no_slo: bool) -> String {
 /// `dir/report.html` for a sweep written to `dir` (its points under `dir/points/`).
 pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let mut charts: Vec<(String, Chart)> = vec![("throughput".into(), plot::throughput_chart(s))];
-    for m in crate::sweep::CURVE_METRICS {
+    for m in crate::study::sweep::CURVE_METRICS {
         charts.push((format!("latency_{m}"), plot::latency_chart(s, m)));
     }
     // The CDFs and timeline of the most loaded point that still passes (or the last one).
@@ -194,7 +194,7 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let mut focus_note = String::new();
     if let Some(i) = focus {
         let p = &s.points[i];
-        let run_dir = dir.join(crate::sweep::point_dir_name(s.axis, p.load, 0));
+        let run_dir = dir.join(crate::study::sweep::point_dir_name(s.axis, p.load, 0));
         let v = p
             .runs
             .first()
@@ -216,7 +216,7 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let _ = writeln!(b, "<p>{}</p>", escape(&focus_note));
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    crate::outfile::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
+    crate::output::files::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
     Ok(path)
 }
 
@@ -255,7 +255,7 @@ fn analysis_html(s: &Sweep) -> String {
             );
         }
     }
-    let part = |p: &crate::sweep::analysis::KneePart| match &p.knee {
+    let part = |p: &crate::study::analysis::KneePart| match &p.knee {
         Some(k) => format!("load {}", k.load),
         None => format!("none — {}", escape(p.note.as_deref().unwrap_or(""))),
     };

@@ -6,9 +6,9 @@
 //! `UsageError` naming it and the fix (exit code 2).
 
 use crate::cli::{RunArgs, UsageError};
-use crate::dataset::{DatasetKind, DatasetSpec};
-use crate::lengths::LengthDist;
-use crate::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
+use crate::prepare::dataset::{DatasetKind, DatasetSpec};
+use crate::prepare::lengths::LengthDist;
+use crate::prepare::{PrefixSpec, RequestOptions, WorkloadSpec};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -62,7 +62,7 @@ pub fn trace_load_of(a: &RunArgs) -> Result<crate::plan::Load, UsageError> {
     if a.max_concurrency == Some(0) {
         return usage("--max-concurrency 0: must be at least 1");
     }
-    let t = crate::trace::TraceLoad::open(
+    let t = crate::prepare::trace::TraceLoad::open(
         path,
         a.trace_block_size,
         a.replay_speedup,
@@ -74,7 +74,7 @@ pub fn trace_load_of(a: &RunArgs) -> Result<crate::plan::Load, UsageError> {
 
 /// A trace's stop: every line once; the first `warmup` lines are the warm-up.
 pub fn trace_stop(
-    t: &crate::trace::TraceLoad,
+    t: &crate::prepare::trace::TraceLoad,
     warmup: u64,
 ) -> Result<crate::plan::Stop, UsageError> {
     let lines = t.stats.requests;
@@ -158,7 +158,7 @@ fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
 #[cfg(test)]
 mod tests {
     use crate::cli::tests::plan;
-    use crate::lengths::LengthDist;
+    use crate::prepare::lengths::LengthDist;
 
     #[test]
     fn workload_flags_resolve() {
@@ -209,7 +209,7 @@ mod tests {
         );
         let p = plan(&["--dataset", "d.json"]).unwrap();
         let d = p.workload.dataset.unwrap();
-        assert_eq!(d.kind, crate::dataset::DatasetKind::Sharegpt);
+        assert_eq!(d.kind, crate::prepare::dataset::DatasetKind::Sharegpt);
         assert!(
             p.workload.output.is_none(),
             "the dataset's answers set the OSL"

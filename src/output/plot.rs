@@ -6,7 +6,7 @@
 //! system. Reads finished results only; never prints.
 
 use crate::collector::new_histogram;
-use crate::sweep::{Axis, Sweep};
+use crate::study::sweep::{Axis, Sweep};
 use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -200,7 +200,7 @@ impl Chart {
 /// DejaVu Sans (Bitstream Vera licence, see `assets/fonts/`), built into the binary: a PNG's
 /// text needs glyphs, and a CI machine need not have any font installed. The SVGs use it
 /// only to measure text; their viewer draws it.
-static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -238,7 +238,7 @@ fn wide(s: &Sweep) -> bool {
 
 /// Throughput and goodput (medians) against load, the knee marked.
 pub fn throughput_chart(s: &Sweep) -> Chart {
-    let line = |f: &dyn Fn(&crate::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+    let line = |f: &dyn Fn(&crate::study::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
         s.points
             .iter()
             .filter_map(|p| Some((p.load, f(p)?)))
@@ -270,7 +270,7 @@ pub fn throughput_chart(s: &Sweep) -> Chart {
 
 /// p50/p95/p99 of one metric against load, with this metric's SLO bounds and the crossing.
 pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
-    let series = crate::sweep::CURVE_STATS
+    let series = crate::study::sweep::CURVE_STATS
         .iter()
         .map(|st| {
             let key = format!("{metric}_{st}");

@@ -9,7 +9,7 @@
 
 use super::analysis::{interpolate_crossing, isotonic_increasing_weighted};
 use super::slo::SloBound;
-use super::{Axis, Point};
+use super::sweep::{Axis, Point};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug)]
@@ -47,7 +47,7 @@ pub struct Probe {
     pub goodput_requests_per_s: Option<f64>,
     /// Every repeat's run was valid; when not, the probe counted as failing (unless
     /// `--allow-invalid`).
-    #[serde(default = "super::yes")]
+    #[serde(default = "super::sweep::yes")]
     pub valid: bool,
     #[serde(default)]
     pub invalid_reasons: Vec<String>,
@@ -316,14 +316,14 @@ fn next_probe(spec: &SearchSpec, fit: &Fit) -> Result<Step, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::analysis::Spread;
+    use crate::study::analysis::Spread;
 
     /// A point whose only SLO value is `v` ms (no runs behind it).
     fn point(load: f64, v: f64, bound: f64) -> Point {
         Point {
             load,
             pass: v < bound,
-            slos: vec![super::super::SloCheck {
+            slos: vec![crate::study::sweep::SloCheck {
                 slo: "ttft:p95<x".into(),
                 value_ms: Spread::of(vec![Some(v)]),
                 max_ms: bound,

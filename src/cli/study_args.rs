@@ -5,9 +5,9 @@
 
 use crate::cli::{parse_duration_ns, RunArgs, UsageError};
 use crate::plan::Plan;
-use crate::sweep::search::SearchSpec;
-use crate::sweep::slo::SloBound;
-use crate::sweep::{parse_grid, Axis, PointSpec};
+use crate::study::search::SearchSpec;
+use crate::study::slo::SloBound;
+use crate::study::sweep::{parse_grid, Axis, PointSpec};
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches};
 use std::path::PathBuf;
 
@@ -146,7 +146,7 @@ fn base_plan(run: &RunArgs) -> Result<Plan, UsageError> {
         return usage("--trace: a trace sets its own load; replay it with `ringbench run`");
     }
     if run.request_count.is_none() && run.duration.is_none() {
-        plan.stop.request_count = Some(crate::sweep::DEFAULT_POINT_REQUESTS);
+        plan.stop.request_count = Some(crate::study::sweep::DEFAULT_POINT_REQUESTS);
     }
     Ok(plan)
 }
@@ -305,7 +305,10 @@ mod tests {
             panic!()
         };
         let (_, _, spec) = s.resolve().unwrap();
-        assert_eq!((spec.axis, spec.start), (crate::sweep::Axis::Rate, 8.0));
+        assert_eq!(
+            (spec.axis, spec.start),
+            (crate::study::sweep::Axis::Rate, 8.0)
+        );
         let Command::Search(s) = parse(&["search"]).unwrap() else {
             panic!()
         };

@@ -47,7 +47,7 @@ pub enum Load {
         max_concurrency: Option<u32>,
     },
     /// Requests at the times a trace recorded (`--trace`), divided by the speed-up.
-    Trace(crate::trace::TraceLoad),
+    Trace(crate::prepare::trace::TraceLoad),
 }
 
 /// When to stop sending. At least one is set.
@@ -151,13 +151,13 @@ pub struct Plan {
     /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
     pub allow_concurrent: bool,
     /// Exports written beside `summary.json` when `out_dir` is set (`--export`).
-    pub exports: Vec<crate::export::ExportKind>,
+    pub exports: Vec<crate::output::export::ExportKind>,
     /// `https://`: trust only this CA (PEM) instead of the system roots.
     pub cacert: Option<PathBuf>,
     /// `https://`: do not verify the server's certificate (a warning in the report).
     pub insecure: bool,
     /// Tokenizer, length distributions, dataset, shared prefixes, request options.
-    pub workload: crate::workload::WorkloadSpec,
+    pub workload: crate::prepare::WorkloadSpec,
     /// Kernel software receive stamps on every plain connection (`--rx-timestamps`).
     pub rx_timestamps: bool,
     /// How long before each send the pacer spins instead of sleeping, ns; `None` learns it
@@ -247,10 +247,10 @@ impl Plan {
             progress: false,
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
-            exports: crate::export::ALL.to_vec(),
+            exports: crate::output::export::ALL.to_vec(),
             cacert: None,
             insecure: false,
-            workload: crate::workload::WorkloadSpec::default(),
+            workload: crate::prepare::WorkloadSpec::default(),
             rx_timestamps: false,
             pacer_spin_ns: None,
         }
@@ -267,7 +267,7 @@ impl Plan {
     /// `max_tokens` when every request asks the same, which the OSL check compares usage
     /// with; `None` when lengths vary (a distribution, a dataset's own lengths, a trace).
     pub fn fixed_output_tokens(&self) -> Option<u32> {
-        use crate::lengths::LengthDist;
+        use crate::prepare::lengths::LengthDist;
         match (&self.load, &self.workload.output, &self.workload.dataset) {
             (Load::Trace(_), _, _) => None,
             (_, Some(LengthDist::Fixed { tokens }), _) => Some(*tokens),

@@ -27,7 +27,7 @@ const SECTIONS: [&str; 8] = [
 pub fn write(out: &Path, summary: &Summary) -> Result<(), ExportError> {
     let path = out.join(FILE_NAME);
     let text = render(summary);
-    crate::outfile::write_atomic(&path, text.as_bytes()).map_err(write_err(&path))
+    crate::output::files::write_atomic(&path, text.as_bytes()).map_err(write_err(&path))
 }
 
 pub fn render(summary: &Summary) -> String {

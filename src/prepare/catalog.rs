@@ -8,7 +8,7 @@
 //! not grow with the run.
 
 use crate::plan::{Endpoint, Plan};
-use crate::workload::{Prepared, Prompt, WorkloadStats};
+use crate::prepare::{Prepared, Prompt, WorkloadStats};
 use bytes::Bytes;
 use std::fmt::Write as _;
 
@@ -158,7 +158,7 @@ fn request_bytes(endpoint: Endpoint, host: &str, extra: &str, body: &[u8]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::prepare;
+    use crate::prepare::prepare;
 
     fn parse(bytes: &[u8]) -> (String, serde_json::Value, Option<Vec<u8>>) {
         let mut headers = [httparse::EMPTY_HEADER; 16];

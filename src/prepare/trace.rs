@@ -181,10 +181,12 @@ fn check(r: &TraceRequest, prev: Option<&TraceRequest>, block_size: u32) -> Resu
     if r.input_length == 0 || r.output_length == 0 {
         return Err("input_length and output_length must be at least 1".into());
     }
-    if r.input_length > crate::lengths::MAX_LENGTH || r.output_length > crate::lengths::MAX_LENGTH {
+    if r.input_length > crate::prepare::lengths::MAX_LENGTH
+        || r.output_length > crate::prepare::lengths::MAX_LENGTH
+    {
         return Err(format!(
             "input_length and output_length must be at most {}",
-            crate::lengths::MAX_LENGTH
+            crate::prepare::lengths::MAX_LENGTH
         ));
     }
     if let Some(p) = prev.filter(|p| p.timestamp > r.timestamp) {

@@ -135,7 +135,7 @@ pub fn calibrate(
     cfg: &CalibrateConfig,
     mut on_point: impl FnMut(&CalibratePoint),
 ) -> Result<Calibration, RunError> {
-    let started_at = crate::clock::rfc3339_now();
+    let started_at = crate::rt::clock::rfc3339_now();
     let mut points: Vec<CalibratePoint> = vec![];
     let mut misses_in_a_row = 0;
     for &rate in &cfg.rates {

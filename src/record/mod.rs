@@ -4,6 +4,8 @@
 //! the hot path. Stamps are integer nanoseconds on the run clock (`clock::RunClock`); `None`
 //! means "did not happen". Failures are data: every record ends in exactly one `Outcome`.
 
+pub mod jsonl;
+
 use serde::Serialize;
 
 /// How a scheduled request ended. Exactly one per record.

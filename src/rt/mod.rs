@@ -1,0 +1,5 @@
+//! The runtime underneath client and simulator.
+pub mod clock;
+pub mod driver;
+pub mod netcount;
+pub mod timer;
