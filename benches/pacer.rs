@@ -30,20 +30,25 @@ fn walk(c: &mut Criterion) {
 
 /// Runs `iters` waits of `wait_ns` each inside one runtime and returns the total time.
 fn timed_waits(iters: u64, wait_ns: u64, precise: bool) -> std::time::Duration {
-    let (_, total) =
-        ringbench::worker::block_on_driver(ringbench::plan::IoDriver::Auto, || async move {
-            let timer = ringbench::rt::timer::PreciseTimer::new().expect("timerfd");
+    use ringbench::__private::{block_on, mono_ns, Ring, Timer};
+    let (_, total) = block_on(
+        ringbench::plan::IoDriver::Auto,
+        Ring::Sleeping,
+        || async move {
+            let timer = Timer::new().expect("timerfd");
             let start = std::time::Instant::now();
             for _ in 0..iters {
-                let due = ringbench::rt::clock::mono_ns() + wait_ns;
+                let due = mono_ns() + wait_ns;
                 if precise {
-                    timer.sleep_until_mono(due).await.expect("timer");
+                    timer.sleep_until(due).await.expect("timer");
                 } else {
                     monoio::time::sleep(std::time::Duration::from_nanos(wait_ns)).await;
                 }
             }
             start.elapsed()
-        });
+        },
+    )
+    .expect("a runtime");
     total
 }
 

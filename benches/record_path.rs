@@ -5,7 +5,7 @@
 //! the shape of the overhead benchmark's requests.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringbench::collector::Collector;
+use ringbench::__private::{format_line, Collector};
 use ringbench::plan::Plan;
 use ringbench::record::{EventStamp, OslSource, Outcome, Record};
 use std::hint::black_box;
@@ -70,7 +70,7 @@ fn collector_add(c: &mut Criterion) {
     g.bench_function("jsonl_line_16_tokens", |b| {
         b.iter(|| {
             line.clear();
-            ringbench::record::jsonl::format_line(&mut line, black_box(&recs[i % recs.len()]));
+            format_line(&mut line, black_box(&recs[i % recs.len()]));
             i += 1;
         })
     });

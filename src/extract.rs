@@ -17,7 +17,9 @@ use simd_json::{Buffers, INPUT_PADDING};
 /// Token accounting a server reported in a `usage` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// `usage.prompt_tokens`
     pub prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens`
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens_details.cached_tokens`
     pub cached_tokens: Option<u32>,
@@ -43,6 +45,7 @@ pub struct EventInfo {
 }
 
 impl EventInfo {
+    /// The event carries generated text, reasoning or content.
     pub fn carries_token(&self) -> bool {
         self.content_bytes > 0 || self.reasoning_bytes > 0
     }
@@ -78,6 +81,7 @@ impl Default for Extractor {
 }
 
 impl Extractor {
+    /// An extractor with small buffers that grow to the largest payload seen; text capture off.
     pub fn new() -> Self {
         Extractor {
             buffers: Buffers::new(1024),

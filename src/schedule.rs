@@ -63,10 +63,13 @@ fn arrival_count(rate_per_s: f64, count: Option<u64>, until_ns: Option<u64>) -> 
 /// Why a schedule cannot be built (each variant names the flag to fix).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
+    /// The rate is not a finite number above 0.
     #[error("--request-rate must be a finite number above 0 (got {0})")]
     BadRate(f64),
+    /// The gamma shape is not a finite number above 0.
     #[error("--burstiness must be a finite number above 0 (got {0}); 1 is Poisson")]
     BadBurstiness(f64),
+    /// Neither a count nor an end time was given.
     #[error("the schedule needs an end: give --request-count or --duration")]
     Unbounded,
 }
@@ -144,6 +147,7 @@ impl Schedule {
         self.count
     }
 
+    /// The schedule has no arrival.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

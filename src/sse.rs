@@ -16,6 +16,7 @@ use memchr::memchr_iter;
 #[derive(thiserror::Error, Debug, Clone, Copy, PartialEq, Eq)]
 #[error("SSE event longer than {max_event_bytes} bytes")]
 pub struct SseOversized {
+    /// The bound that was exceeded, bytes.
     pub max_event_bytes: usize,
 }
 
@@ -32,6 +33,7 @@ pub struct SseSplitter {
 }
 
 impl SseSplitter {
+    /// A splitter that refuses an event longer than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
         SseSplitter {
             max_event_bytes,

@@ -1,14 +1,16 @@
-//! Stage 0 for `sweep`, `search` and `compare` (**cli** → plan → …): their raw flags, turned
+//! Part of the CLI (raw flags → `Plan`): `sweep`, `search` and `compare`'s flags, turned
 //! into a base `Plan` plus the sweep's own settings. Every `run` flag is `run`'s own
 //! (`RunArgs`, flattened), so it applies to every point; `sweep` only widens `--concurrency`
 //! and `--request-rate` to comma-separated lists. A bad flag is a `UsageError` naming it.
 
-use crate::cli::{parse_duration_ns, RunArgs, UsageError};
-use crate::plan::Plan;
-use crate::study::search::SearchSpec;
-use crate::study::slo::SloBound;
-use crate::study::sweep::{parse_grid, Axis, PointSpec};
+use super::parse::parse_duration_ns;
+use super::{usage, RunArgs, UsageError};
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches};
+use ringbench::plan::Plan;
+use ringbench::study::search::SearchSpec;
+use ringbench::study::sweep::{parse_grid, PointSpec};
+use ringbench::summary::study::Axis;
+use ringbench::summary::study::SloBound;
 use std::path::PathBuf;
 
 /// `sweep`'s own flags (besides the lists).
@@ -124,10 +126,6 @@ pub struct CompareArgs {
     pub b: PathBuf,
 }
 
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
-
 fn slos_of(c: &CommonOwn) -> Result<Vec<SloBound>, UsageError> {
     if c.repeats == 0 {
         return usage("--repeats 0: must be at least 1");
@@ -146,7 +144,7 @@ fn base_plan(run: &RunArgs) -> Result<Plan, UsageError> {
         return usage("--trace: a trace sets its own load; replay it with `ringbench run`");
     }
     if run.request_count.is_none() && run.duration.is_none() {
-        plan.stop.request_count = Some(crate::study::sweep::DEFAULT_POINT_REQUESTS);
+        plan.stop.request_count = Some(ringbench::study::sweep::DEFAULT_POINT_REQUESTS);
     }
     Ok(plan)
 }
@@ -307,7 +305,7 @@ mod tests {
         let (_, _, spec) = s.resolve().unwrap();
         assert_eq!(
             (spec.axis, spec.start),
-            (crate::study::sweep::Axis::Rate, 8.0)
+            (ringbench::summary::study::Axis::Rate, 8.0)
         );
         let Command::Search(s) = parse(&["search"]).unwrap() else {
             panic!()

@@ -1,18 +1,14 @@
-//! Stage 0 of the flow, beside `cli` (**cli** → plan → workload → catalog …): the workload
-//! flags (tokenizer, length distributions, dataset, shared prefixes, request options) turned
-//! into the `Plan`'s `WorkloadSpec`, and `--trace` into the plan's load. Only flag checks
-//! here, files being read by `workload` still before the run — except the trace, which *is*
-//! the load (its times and count) and is read and checked once, here. A bad flag or trace is a
-//! `UsageError` naming it and the fix (exit code 2).
+//! Part of the CLI (raw flags → `Plan`): the workload flags (tokenizer, length distributions,
+//! dataset, shared prefixes, request options) turned into the `Plan`'s `WorkloadSpec`, and
+//! `--trace` into the plan's load. Files are read by `prepare` before the run — except the
+//! trace, which *is* the load (its times and count) and is read and checked once, here. A bad
+//! flag or trace is a `UsageError` naming it and the fix (exit code 2); rules between settings
+//! are `Plan::validate`'s.
 
-use crate::cli::{RunArgs, UsageError};
-use crate::prepare::dataset::{DatasetKind, DatasetSpec};
-use crate::prepare::lengths::LengthDist;
-use crate::prepare::{PrefixSpec, RequestOptions, WorkloadSpec};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
+use super::{usage, RunArgs, UsageError};
+use ringbench::plan::workload::LengthDist;
+use ringbench::plan::workload::{DatasetKind, DatasetSpec};
+use ringbench::plan::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
 
 pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
     let dist = |flag: &str, spec: &Option<String>| {
@@ -33,7 +29,9 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
             range_ratio: r,
         });
         output = Some(LengthDist::Uniform {
-            mean: a.output_tokens.unwrap_or(crate::cli::DEFAULT_OUTPUT_TOKENS),
+            mean: a
+                .output_tokens
+                .unwrap_or(super::run_args::DEFAULT_OUTPUT_TOKENS),
             range_ratio: r,
         });
     }
@@ -41,10 +39,7 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
     if output.is_none() {
         output = a.output_tokens.map(|tokens| LengthDist::Fixed { tokens });
     }
-    if a.input_tokens == 0 {
-        return usage("--input-tokens 0: must be at least 1");
-    }
-    let prefix = prefix_of(a, input.as_ref())?;
+    let prefix = prefix_of(a);
     Ok(WorkloadSpec {
         tokenizer: a.tokenizer.clone(),
         input,
@@ -57,33 +52,32 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
 
 /// `--trace FILE` (with `--trace-block-size`, `--replay-speedup`, `--max-concurrency`):
 /// the file read and checked, its lines and send times in the load.
-pub fn trace_load_of(a: &RunArgs) -> Result<crate::plan::Load, UsageError> {
-    let path = a.trace.as_deref().expect("called with --trace");
-    if a.max_concurrency == Some(0) {
-        return usage("--max-concurrency 0: must be at least 1");
-    }
-    let t = crate::prepare::trace::TraceLoad::open(
+pub fn trace_load_of(a: &RunArgs) -> Result<ringbench::plan::Load, UsageError> {
+    let Some(path) = a.trace.as_deref() else {
+        return usage("--trace: give the trace file");
+    };
+    let t = ringbench::plan::workload::TraceLoad::open(
         path,
         a.trace_block_size,
         a.replay_speedup,
         a.max_concurrency,
     )
     .map_err(|e| UsageError(e.to_string()))?;
-    Ok(crate::plan::Load::Trace(t))
+    Ok(ringbench::plan::Load::Trace(t))
 }
 
 /// A trace's stop: every line once; the first `warmup` lines are the warm-up.
 pub fn trace_stop(
-    t: &crate::prepare::trace::TraceLoad,
+    t: &ringbench::plan::workload::TraceLoad,
     warmup: u64,
-) -> Result<crate::plan::Stop, UsageError> {
+) -> Result<ringbench::plan::Stop, UsageError> {
     let lines = t.stats.requests;
     if warmup >= lines {
         return usage(format!(
             "--warmup-requests {warmup}: the trace has only {lines} lines, so none would be measured"
         ));
     }
-    Ok(crate::plan::Stop {
+    Ok(ringbench::plan::Stop {
         request_count: Some(lines - warmup),
         duration_ns: None,
     })
@@ -105,40 +99,18 @@ fn dataset_of(a: &RunArgs) -> Option<DatasetSpec> {
     })
 }
 
-fn prefix_of(a: &RunArgs, input: Option<&LengthDist>) -> Result<Option<PrefixSpec>, UsageError> {
+fn prefix_of(a: &RunArgs) -> Option<PrefixSpec> {
     let (Some(groups), Some(tokens)) = (a.prefix_groups, a.prefix_tokens) else {
-        return Ok(None);
+        return None;
     };
-    if groups == 0 || tokens == 0 {
-        return usage("--prefix-groups and --prefix-tokens must be at least 1");
-    }
-    if let Some(s) = a.prefix_zipf {
-        if !(s.is_finite() && s > 0.0) {
-            return usage(format!(
-                "--prefix-zipf {s}: must be above 0 (1 is classic Zipf)"
-            ));
-        }
-    }
-    let longest = input.map_or(a.input_tokens, LengthDist::upper_bound);
-    if a.dataset.is_none() && tokens >= longest {
-        return usage(format!(
-            "--prefix-tokens {tokens}: must be below the longest input ({longest} tokens), \
-             or no prompt has anything of its own"
-        ));
-    }
-    Ok(Some(PrefixSpec {
+    Some(PrefixSpec {
         groups,
         tokens,
         zipf: a.prefix_zipf,
-    }))
+    })
 }
 
 fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
-    if let Some(t) = a.temperature {
-        if !(t.is_finite() && t >= 0.0) {
-            return usage(format!("--temperature {t}: must be a number ≥ 0"));
-        }
-    }
     let extra_body = match &a.extra_body {
         None => None,
         Some(s) => match serde_json::from_str::<serde_json::Value>(s) {
@@ -157,8 +129,8 @@ fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::tests::plan;
-    use crate::prepare::lengths::LengthDist;
+    use crate::cli::run_args::tests::plan;
+    use ringbench::plan::workload::LengthDist;
 
     #[test]
     fn workload_flags_resolve() {
@@ -209,7 +181,7 @@ mod tests {
         );
         let p = plan(&["--dataset", "d.json"]).unwrap();
         let d = p.workload.dataset.unwrap();
-        assert_eq!(d.kind, crate::prepare::dataset::DatasetKind::Sharegpt);
+        assert_eq!(d.kind, ringbench::plan::workload::DatasetKind::Sharegpt);
         assert!(
             p.workload.output.is_none(),
             "the dataset's answers set the OSL"
@@ -282,7 +254,7 @@ mod tests {
             "1",
         ])
         .unwrap();
-        let crate::plan::Load::Trace(t) = &p.load else {
+        let ringbench::plan::Load::Trace(t) = &p.load else {
             panic!("{:?}", p.load)
         };
         assert_eq!(&*t.times_ns, &[0, 125_000_000, 500_000_000]);

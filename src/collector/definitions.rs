@@ -11,7 +11,8 @@ use crate::summary::Stats;
 use serde::{Deserialize, Serialize};
 
 /// Whose definitions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Definitions {
     /// `metrics.md`: TTFT at the first token (reasoning counts), ITL = chunk gaps between
@@ -38,6 +39,7 @@ pub enum Definitions {
 }
 
 impl Definitions {
+    /// Its `--definitions` name (`vllm`, `inference-perf`, …).
     pub fn name(self) -> &'static str {
         match self {
             Definitions::Ringbench => "ringbench",
@@ -66,10 +68,13 @@ impl Definitions {
         }
     }
 
+    /// This tool's TTFT of one record: its first-token stamp − send; `None` when either is missing.
     pub fn ttft_ns(self, r: &Record) -> Option<u64> {
         Some(self.first_ns(r)?.saturating_sub(r.sent_ns?))
     }
 
+    /// This tool's TPOT of one record (see the variant); `None` when it is undefined (too few
+    /// output tokens, a missing stamp).
     pub fn tpot_ns(self, r: &Record) -> Option<u64> {
         let n = r.output_tokens as u64;
         match self {
@@ -141,13 +146,22 @@ fn gaps(stamps: impl Iterator<Item = u64>, d: &mut Dist) {
 /// One tool's figures for a run, in the units their keys name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolFigures {
+    /// Whose definitions these are.
     pub definitions: Definitions,
+    /// TTFT as this tool defines it, ms (empty for `--no-stream`).
     pub ttft_ms: Stats,
+    /// TPOT as this tool defines it, ms (empty for `--no-stream`).
     pub tpot_ms: Stats,
+    /// ITL as this tool defines it, ms (empty for `--no-stream`).
     pub itl_ms: Stats,
+    /// E2E (done − send), ms: the same for every tool.
     pub e2e_ms: Stats,
+    /// The run's duration as this tool measures it, s: its earliest start to the last response's
+    /// end.
     pub duration_s: f64,
+    /// Successful requests / `duration_s`; `None` when the duration is 0.
     pub requests_per_s: Option<f64>,
+    /// Σ OSL of successful requests / `duration_s`; `None` when the duration is 0.
     pub output_tokens_per_s: Option<f64>,
 }
 

@@ -8,19 +8,7 @@
 use crate::summary::{is_small_sample, percentile_key, Stats, FIXED_PERCENTILES};
 use hdrhistogram::Histogram;
 
-/// Highest value a histogram tracks exactly: one hour. Larger values are clamped and counted.
-pub const HIST_MAX_NS: u64 = 3_600_000_000_000;
-pub const HIST_SIGFIG: u8 = 3;
-
-/// A histogram with the bounds every ringbench distribution uses (workers' loop-lag probes
-/// included, so that merging them is exact).
-pub fn new_histogram() -> Histogram<u64> {
-    match Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIG) {
-        Ok(h) => h,
-        // The bounds are constants that hdrhistogram accepts; this cannot happen.
-        Err(e) => unreachable!("constant histogram bounds rejected: {e}"),
-    }
-}
+pub use crate::worker::stats::{new_histogram, HIST_MAX_NS};
 
 const NS_PER_MS: f64 = 1e6;
 

@@ -3,15 +3,14 @@
 //! the `Summary`, checks the bookkeeping invariants and judges whether the client's overhead
 //! leaves the figures trustworthy. Runs once, after the last record; never prints.
 
+use super::log::RequestLog;
 use super::sidecar::RunSidecar;
 use super::{Collector, Dist, Measured, RunFacts, Settings, WorkerStats};
-use crate::plan::Plan;
-use crate::record::jsonl::RequestLog;
-use crate::rt::netcount::NetDelta;
 use crate::summary::{
-    Achieved, Counts, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput, Tokens,
-    Tool, WorkerOverhead, SCHEMA_VERSION,
+    Achieved, Counts, Exit, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput,
+    Tokens, Tool, Verdict, WorkerOverhead, SCHEMA_VERSION,
 };
+use crate::summary::{Metric, NetDelta};
 use std::io;
 
 const NS_PER_S: f64 = 1e9;
@@ -25,7 +24,7 @@ impl Collector {
     /// Ends the run: closes `requests.jsonl`, writes the `run.json` sidecar beside it and
     /// builds the summary. (`plan` is the one the collector was made from; its settings were
     /// taken then.)
-    pub fn finish(mut self, _plan: &Plan, mut facts: RunFacts) -> io::Result<Summary> {
+    pub fn finish(mut self, mut facts: RunFacts) -> io::Result<Summary> {
         close_log(self.log.take(), self.log_error.take(), &mut facts.warnings);
         close_hlogs(
             self.hlog.take(),
@@ -76,6 +75,7 @@ impl Collector {
             concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
         };
         let overhead = overhead(st, &facts, m, &achieved, &mut warnings);
+        let verdict = verdict(&counts, &overhead, facts.interrupted, st.max_failed_percent);
         Summary {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(),
@@ -101,8 +101,55 @@ impl Collector {
             interrupted: facts.interrupted,
             timeseries: m.series.finish(),
             workload: facts.workload.clone(),
+            verdict,
         }
     }
+}
+
+/// The run's exit status and its reasons, from the counts and the overhead verdict.
+fn verdict(c: &Counts, o: &Overhead, interrupted: bool, max_failed: Option<f64>) -> Verdict {
+    let mut v = Verdict {
+        none_succeeded: c.ok == 0,
+        failed_percent: (c.sent > 0).then(|| c.failed as f64 * 100.0 / c.sent as f64),
+        max_failed_percent: max_failed,
+        ..Verdict::default()
+    };
+    if interrupted {
+        v.reasons.push("a signal stopped the run".into());
+    }
+    if v.none_succeeded {
+        let kinds: Vec<String> = c
+            .failed_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        v.reasons.push(match c.sent {
+            0 => "no measured request was sent".to_string(),
+            sent => format!(
+                "no measured request succeeded: {} of {sent} failed ({}), {} cancelled",
+                c.failed,
+                if kinds.is_empty() {
+                    "none".into()
+                } else {
+                    kinds.join(", ")
+                },
+                c.cancelled
+            ),
+        });
+    }
+    if !o.valid {
+        v.reasons
+            .push("the client's own overhead made the run invalid (see overhead)".into());
+    }
+    if v.gate_failed() {
+        v.reasons.push(format!(
+            "{:.2}% of measured requests failed, above --max-failed {}%",
+            v.failed_percent.unwrap_or(0.0),
+            max_failed.unwrap_or(0.0)
+        ));
+    }
+    v.exit_code = Exit::of_run(&v, interrupted, o.valid, false).code();
+    v
 }
 
 /// A log that could not be written costs the log, not the summary: say so loudly.
@@ -209,24 +256,12 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
         ));
     }
     let d = &m.dists;
-    let clamped: u64 = [
-        &d.ttft,
-        &d.ttfo,
-        &d.ttfb,
-        &d.tpot,
-        &d.itl,
-        &d.e2e,
-        &d.ntpot,
-        &d.ttft_from_intent,
-        &d.e2e_from_intent,
-        &d.max_stall,
-        &d.itl_per_token,
-        &d.sched_lag,
-        &d.delivery_delay,
-    ]
-    .iter()
-    .map(|d| d.clamped())
-    .sum();
+    let clamped: u64 = d
+        .metrics
+        .iter()
+        .chain([&d.sched_lag, &d.delivery_delay])
+        .map(|d| d.clamped())
+        .sum();
     if clamped > 0 {
         warnings.push(format!(
             "{clamped} values above one hour were clamped in the histograms (counted; their \
@@ -244,21 +279,11 @@ fn duration_ns(m: &Measured) -> u64 {
 }
 
 fn latency(m: &Measured, percentiles: &[f64]) -> Latency {
-    let d = &m.dists;
-    let s = |d: &Dist| d.stats_ms(percentiles);
-    Latency {
-        ttft: s(&d.ttft),
-        ttfo: s(&d.ttfo),
-        ttfb: s(&d.ttfb),
-        tpot: s(&d.tpot),
-        itl: s(&d.itl),
-        e2e: s(&d.e2e),
-        ntpot: s(&d.ntpot),
-        ttft_from_intent: s(&d.ttft_from_intent),
-        e2e_from_intent: s(&d.e2e_from_intent),
-        max_stall: s(&d.max_stall),
-        itl_per_token: s(&d.itl_per_token),
+    let mut l = Latency::default();
+    for metric in Metric::ALL {
+        *l.get_mut(metric) = m.dists.metrics[metric.index()].stats_ms(percentiles);
     }
+    l
 }
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
@@ -301,14 +326,14 @@ fn overhead(
         worker_cpu_percent: ratio(cpu_ns, sum(|w| w.wall_ns)).map(|r| r * 100.0),
         worker_cpu_percent_max: ws.iter().filter_map(cpu_percent).reduce(f64::max),
         pacer_spin_percent_max: ws.iter().filter_map(spin_percent).reduce(f64::max),
-        cpu_ns_per_request: ratio(cpu_ns, sum(|w| w.requests)),
-        cpu_ns_per_event: ratio(cpu_ns, sum(|w| w.events)),
-        busy_cpu_ns_per_request: ratio(busy_ns, sum(|w| w.requests)),
-        busy_cpu_ns_per_event: ratio(busy_ns, sum(|w| w.events)),
-        events_per_read_mean: ratio(sum(|w| w.events), sum(|w| w.reads)),
-        bytes_per_read_mean: ratio(sum(|w| w.bytes), sum(|w| w.reads)),
+        cpu_ns_per_request: ratio(cpu_ns, sum(|w| w.counts.requests)),
+        cpu_ns_per_event: ratio(cpu_ns, sum(|w| w.counts.events)),
+        busy_cpu_ns_per_request: ratio(busy_ns, sum(|w| w.counts.requests)),
+        busy_cpu_ns_per_event: ratio(busy_ns, sum(|w| w.counts.events)),
+        events_per_read_mean: ratio(sum(|w| w.counts.events), sum(|w| w.counts.reads)),
+        bytes_per_read_mean: ratio(sum(|w| w.counts.bytes), sum(|w| w.counts.reads)),
         io_driver: facts.io_driver.clone(),
-        channel_full: sum(|w| w.channel_full),
+        channel_full: sum(|w| w.counts.channel_full),
         workers: ws.iter().map(worker_overhead).collect(),
         sim: facts.sim.clone(),
         valid: invalid_reasons.is_empty(),
@@ -400,13 +425,7 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
         cpu: w.cpu,
         cpu_percent: cpu_percent(w),
         loop_lag_p99_ms: lag.p99,
-        requests: w.requests,
-        reads: w.reads,
-        events: w.events,
-        bytes: w.bytes,
-        connections_opened: w.connections_opened,
-        reconnects: w.reconnects,
-        channel_full: w.channel_full,
+        counts: w.counts,
         pacer_spin_percent: spin_percent(w),
         pacer_idle_percent: ratio(w.pacer_idle_ns, w.wall_ns).map(|r| r * 100.0),
         busy_percent: busy_percent(w),
@@ -464,7 +483,7 @@ pub fn judge_overhead(
             ));
         }
     }
-    let full: u64 = workers.iter().map(|w| w.channel_full).sum();
+    let full: u64 = workers.iter().map(|w| w.counts.channel_full).sum();
     if full > 0 {
         reasons.push(format!(
             "{full} records found the collector channel full (the collector fell behind; workers \

@@ -19,21 +19,21 @@
 //! prints.
 
 use super::dist::new_histogram;
-use crate::output::files::PendingFile;
 use crate::record::{Outcome, Record};
+use crate::rt::file::PendingFile;
+use crate::summary::metric::{role, Metric};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-/// The logged metrics, in file order; each file is `NAME.hlog` and each interval `Tag=NAME`.
-pub const METRICS: [&str; 4] = ["ttft", "itl", "tpot", "e2e"];
-const TTFT: usize = 0;
-const ITL: usize = 1;
-const TPOT: usize = 2;
-const E2E: usize = 3;
+/// The logged metrics (`role::HLOG`), in file order; each file is `KEY.hlog` and each
+/// interval `Tag=KEY`.
+fn metrics() -> impl Iterator<Item = Metric> {
+    Metric::with(role::HLOG)
+}
 
 pub const INTERVAL_NS: u64 = 1_000_000_000;
 const BUFFER_BYTES: usize = 1 << 16;
@@ -42,12 +42,8 @@ pub fn file_name(metric: &str) -> String {
     format!("{metric}.hlog")
 }
 
-/// The final paths of the four logs in `dir`.
-pub fn paths(dir: &Path) -> Vec<PathBuf> {
-    METRICS.iter().map(|m| dir.join(file_name(m))).collect()
-}
-
 struct Log {
+    metric: Metric,
     file: PendingFile,
     hist: Histogram<u64>,
 }
@@ -65,8 +61,9 @@ impl IntervalLogs {
     pub fn create(dir: &Path, stream: bool) -> io::Result<Self> {
         let base = SystemTime::now();
         let mut serializer = V2DeflateSerializer::new();
-        let mut logs = Vec::with_capacity(METRICS.len());
-        for metric in METRICS {
+        let mut logs = Vec::new();
+        for m in metrics() {
+            let metric = m.key();
             let mut file = PendingFile::create(&dir.join(file_name(metric)), BUFFER_BYTES)?;
             IntervalLogWriterBuilder::new()
                 .add_comment(&format!(
@@ -82,6 +79,7 @@ impl IntervalLogs {
                 "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
             )?;
             logs.push(Log {
+                metric: m,
                 file,
                 hist: new_histogram(),
             });
@@ -106,18 +104,10 @@ impl IntervalLogs {
             Some(open) if second > open => self.write_through(second)?,
             Some(_) => {}
         }
-        let h = |logs: &mut Vec<Log>, i: usize, v: u64| logs[i].hist.saturating_record(v);
-        if self.stream {
-            if let Some(v) = rec.ttft_ns() {
-                h(&mut self.logs, TTFT, v);
+        for log in &mut self.logs {
+            if self.stream || !log.metric.streaming_only() {
+                super::sample(log.metric, rec, |v| log.hist.saturating_record(v));
             }
-            rec.itl_gaps_ns().for_each(|g| h(&mut self.logs, ITL, g));
-            if let Some(v) = rec.tpot_ns() {
-                h(&mut self.logs, TPOT, v);
-            }
-        }
-        if let Some(v) = rec.e2e_ns() {
-            h(&mut self.logs, E2E, v);
         }
         Ok(())
     }
@@ -139,11 +129,11 @@ impl IntervalLogs {
     fn write_interval(&mut self, second: u64) -> io::Result<()> {
         let start = Duration::from_nanos(second * INTERVAL_NS);
         let length = Duration::from_nanos(INTERVAL_NS);
-        for (log, metric) in self.logs.iter_mut().zip(METRICS) {
+        for log in &mut self.logs {
             // An empty builder writes no header: this only borrows the file for one line.
             let mut w = IntervalLogWriterBuilder::new()
                 .begin_log_with(log.file.writer(), &mut self.serializer)?;
-            w.write_histogram(&log.hist, start, length, Tag::new(metric))
+            w.write_histogram(&log.hist, start, length, Tag::new(log.metric.key()))
                 .map_err(|e| io::Error::other(e.to_string()))?;
             log.hist.reset();
         }

@@ -10,109 +10,34 @@
 //! logged, nothing else; failures never enter a latency but are in goodput's denominator;
 //! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`.
 
+#[cfg(test)]
+mod arith_tests;
 pub mod definitions;
 mod dist;
 mod finish;
 pub mod hlog;
+pub mod log;
 pub mod osl;
 pub mod replay;
+#[cfg(test)]
+mod replay_tests;
 pub mod series;
-mod settings;
+pub(crate) mod settings;
 pub mod sidecar;
 pub mod tokens;
 
-pub use dist::{new_histogram, Dist, HIST_MAX_NS, HIST_SIGFIG};
-pub use finish::judge_overhead;
+pub use dist::{new_histogram, Dist};
 pub use settings::{Settings, SettingsError};
 
 use crate::plan::{Plan, Slo, SloMetric};
-use crate::record::jsonl::RequestLog;
 use crate::record::{OslSource, Outcome, Record};
-use crate::summary::OutputSource;
-use hdrhistogram::Histogram;
+use crate::summary::{Metric, OutputSource};
+use log::RequestLog;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-/// What one worker reports about itself when it ends.
-#[derive(Clone, Debug)]
-pub struct WorkerStats {
-    pub worker: u16,
-    pub cpu: usize,
-    /// Thread CPU time and wall time while the worker ran.
-    pub cpu_ns: u64,
-    pub wall_ns: u64,
-    /// Event-loop lag probe samples, ns (create with `new_histogram` so merging is exact).
-    pub loop_lag: Histogram<u64>,
-    pub reads: u64,
-    pub events: u64,
-    pub bytes: u64,
-    pub requests: u64,
-    pub connections_opened: u64,
-    pub reconnects: u64,
-    /// Records that found the collector channel full (kept by the worker, sent later).
-    pub channel_full: u64,
-    /// Kernel receive stamp → the worker's stamp of the same read (`--rx-timestamps`).
-    pub kernel_rx: KernelRx,
-    /// Wall time the pacer spent spinning before sends (see `worker::spin`), the driver
-    /// passes that took, and the spin budget at the end, ns.
-    pub pacer_spun_ns: u64,
-    pub pacer_passes: u64,
-    /// The part of `pacer_spun_ns` in passes that served nothing (idle polling), ns.
-    pub pacer_idle_ns: u64,
-    pub pacer_spin_budget_ns: u64,
-}
-
-/// One worker's kernel → user delays: one sample per read that carried a kernel receive
-/// stamp, the delay from the kernel's software stamp of the newest segment the read
-/// returned to the worker's stamp of the read.
-#[derive(Clone, Debug)]
-pub struct KernelRx {
-    /// Delays, ns (create with `new_histogram` so merging is exact).
-    pub delay_ns: Histogram<u64>,
-    /// Reads with data but no stamp, on connections that asked for stamps.
-    pub unstamped: u64,
-    /// Stamps later than the worker's own (a clock step after the worker started): dropped.
-    pub negative: u64,
-    /// Why nothing was measured (flag off, TLS, the socket refused), if so.
-    pub unavailable: Option<String>,
-}
-
-impl Default for KernelRx {
-    fn default() -> Self {
-        KernelRx {
-            delay_ns: new_histogram(),
-            unstamped: 0,
-            negative: 0,
-            unavailable: None,
-        }
-    }
-}
-
-impl WorkerStats {
-    /// All counters zero, an empty loop-lag histogram with the standard bounds.
-    pub fn new(worker: u16, cpu: usize) -> Self {
-        WorkerStats {
-            worker,
-            cpu,
-            cpu_ns: 0,
-            wall_ns: 0,
-            loop_lag: new_histogram(),
-            reads: 0,
-            events: 0,
-            bytes: 0,
-            requests: 0,
-            connections_opened: 0,
-            reconnects: 0,
-            channel_full: 0,
-            kernel_rx: KernelRx::default(),
-            pacer_spun_ns: 0,
-            pacer_passes: 0,
-            pacer_idle_ns: 0,
-            pacer_spin_budget_ns: 0,
-        }
-    }
-}
+pub use crate::worker::stats::WorkerStats;
 
 /// Facts about the run that records do not carry, handed to `finish`.
 #[derive(Clone, Debug, Default)]
@@ -130,9 +55,9 @@ pub struct RunFacts {
     pub sim: Option<serde_json::Value>,
     pub warnings: Vec<String>,
     /// What the requests asked (lengths, prefixes), for the summary's `workload` block.
-    pub workload: Option<crate::prepare::WorkloadStats>,
+    pub workload: Option<crate::summary::workload::WorkloadStats>,
     /// The host's network drop and retransmit counters over the run.
-    pub kernel_net: Option<crate::rt::netcount::NetDelta>,
+    pub kernel_net: Option<crate::summary::NetDelta>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up
@@ -140,14 +65,23 @@ pub struct RunFacts {
 /// `sent` counts ended requests that had been sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LiveCounts {
+    /// Records collected so far, warm-up included.
     pub records: u64,
+    /// Of them, requests that had been handed to the kernel (any outcome but `not_sent`).
     pub sent: u64,
+    /// Ended with a complete 2xx response.
     pub ok: u64,
+    /// Ended in a failure of any kind.
     pub failed: u64,
+    /// Sent, then abandoned because the run was stopped.
     pub cancelled: u64,
+    /// Scheduled but never sent (the run stopped first).
     pub not_sent: u64,
+    /// Of the records, how many were warm-up.
     pub warmup: u64,
+    /// The latest send stamp and the latest end stamp seen, run-clock ns.
     pub last_sent_ns: u64,
+    /// See `last_sent_ns`.
     pub last_done_ns: u64,
     /// Only the workers know what is in flight; the caller fills this in if it tracks it.
     pub in_flight: Option<u64>,
@@ -171,23 +105,36 @@ impl LiveCounts {
     }
 }
 
-/// Every distribution of the summary.
+/// Every distribution of the summary: one per `Metric`, and the client's own two.
 #[derive(Clone, Debug, Default)]
 struct Dists {
-    ttft: Dist,
-    ttfo: Dist,
-    ttfb: Dist,
-    tpot: Dist,
-    itl: Dist,
-    e2e: Dist,
-    ntpot: Dist,
-    ttft_from_intent: Dist,
-    e2e_from_intent: Dist,
-    max_stall: Dist,
-    /// Chunk gaps divided by the tokens they delivered, one sample per token.
-    itl_per_token: Dist,
+    /// Indexed by `Metric::index`.
+    metrics: [Dist; Metric::ALL.len()],
     sched_lag: Dist,
     delivery_delay: Dist,
+}
+
+/// Every value metric `m` takes from one successful record, in order (none when the record
+/// lacks it): the one place each definition of `metrics.md` is applied to a record.
+pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
+    let value = match m {
+        Metric::Ttft => rec.ttft_ns(),
+        Metric::Ttfo => rec.ttfo_ns(),
+        Metric::Ttfb => rec.ttfb_ns(),
+        Metric::Tpot => rec.tpot_ns(),
+        Metric::E2e => rec.e2e_ns(),
+        Metric::Ntpot => rec.ntpot_ns(),
+        Metric::TtftFromIntent => rec.ttft_from_intent_ns(),
+        Metric::E2eFromIntent => rec.e2e_from_intent_ns(),
+        Metric::MaxStall => rec.max_stall_ns(),
+        Metric::Itl => return rec.itl_gaps_ns().for_each(each),
+        Metric::ItlPerToken => {
+            return tokens::per_token_gaps(rec, |gap, n| (0..n).for_each(|_| each(gap)))
+        }
+    };
+    if let Some(v) = value {
+        each(v);
+    }
 }
 
 /// The first and last of a set of stamps, in whatever order they arrive.
@@ -245,6 +192,9 @@ struct Measured {
     osl_mismatch: u64,
 }
 
+/// The collector thread's state: every figure of the summary as it accumulates (bounded
+/// histograms and counters), the request log being written, and what the summary needs from
+/// the plan. Fed records by `add`; `finish` turns it into the `Summary`.
 pub struct Collector {
     stream: bool,
     slos: Vec<Slo>,
@@ -313,6 +263,7 @@ impl Collector {
         self.add(rec);
     }
 
+    /// One record into the log, the live counts and (when measured) every figure.
     pub fn add(&mut self, rec: &Record) {
         self.log_record(rec);
         self.live.count(rec);
@@ -332,6 +283,7 @@ impl Collector {
         }
     }
 
+    /// The counts so far, for the progress line.
     pub fn live(&self) -> LiveCounts {
         self.live
     }
@@ -434,31 +386,16 @@ impl Measured {
         if !stamps_in_order(rec) {
             self.bad_stamps += 1;
         }
-        let d = &mut self.dists;
-        record_opt(&mut d.e2e, rec.e2e_ns());
-        record_opt(&mut d.ttfb, rec.ttfb_ns());
-        record_opt(&mut d.ntpot, rec.ntpot_ns());
-        record_opt(&mut d.e2e_from_intent, rec.e2e_from_intent_ns());
-        if stream {
-            record_opt(&mut d.ttft, rec.ttft_ns());
-            record_opt(&mut d.ttfo, rec.ttfo_ns());
-            record_opt(&mut d.tpot, rec.tpot_ns());
-            record_opt(&mut d.ttft_from_intent, rec.ttft_from_intent_ns());
-            record_opt(&mut d.max_stall, rec.max_stall_ns());
-            rec.itl_gaps_ns().for_each(|gap| d.itl.record(gap));
-            let per_token = &mut d.itl_per_token;
-            tokens::per_token_gaps(rec, |gap, n| (0..n).for_each(|_| per_token.record(gap)));
+        for m in Metric::ALL {
+            if stream || !m.streaming_only() {
+                let d = &mut self.dists.metrics[m.index()];
+                sample(m, rec, |v| d.record(v));
+            }
         }
         if !slos.is_empty() && meets_slos(rec, stream, slos) {
             self.good += 1;
             self.good_output_tokens += rec.output_tokens as u64;
         }
-    }
-}
-
-fn record_opt(d: &mut Dist, v: Option<u64>) {
-    if let Some(v) = v {
-        d.record(v);
     }
 }
 

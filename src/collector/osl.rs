@@ -12,9 +12,9 @@
 //! tokens per second than that makes the collector fall behind (counted as `channel_full`,
 //! never lost).
 
+use crate::prepare::tokenizer::Tokenizer;
 use crate::record::{OslSource, Outcome, Record};
 use std::path::Path;
-use tokenizers::Tokenizer;
 
 /// A tokenizer that could not be loaded for output counting (the same file already loaded
 /// for prompts, so this is rare: a file changed under the run).

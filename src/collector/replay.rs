@@ -8,26 +8,40 @@
 use super::sidecar::{self, RunSidecar};
 use super::{Collector, Settings, SettingsError};
 use crate::plan::Slo;
-use crate::record::{EventStamp, OslSource, Outcome, Record};
+use crate::record::jsonl::parse_line;
+use crate::record::Record;
 use crate::summary::Summary;
-use serde::Deserialize;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+/// Why a run's files could not be read back (`ringbench report`).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// `requests.jsonl` or `run.json` could not be opened or read.
     #[error("cannot read {path}: {source} (is it a `ringbench run --out` folder?)")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error reading it.
+        source: io::Error,
+    },
+    /// A line of `requests.jsonl` that does not parse.
     #[error("{path}:{line}: {reason}")]
     Line {
+        /// The file.
         path: PathBuf,
+        /// Its line number, from 1.
         line: u64,
+        /// What is wrong with the line.
         reason: String,
     },
+    /// `run.json`'s config is not a plan this version reads.
     #[error("{path}: {source} (the file was written by another version or edited)")]
     Settings {
+        /// The sidecar file.
         path: PathBuf,
+        /// What serde found wrong.
         source: SettingsError,
     },
 }
@@ -35,147 +49,10 @@ pub enum ReplayError {
 /// What `ringbench report` may change; `None` keeps the run's own setting.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// Percentiles to compute instead of the run's (`report --percentiles`).
     pub percentiles: Option<Vec<f64>>,
+    /// Per-request SLOs instead of the run's (`report --goodput`).
     pub goodput: Option<Vec<Slo>>,
-}
-
-/// Every outcome by its `requests.jsonl` name.
-const OUTCOMES: [Outcome; 12] = [
-    Outcome::Ok,
-    Outcome::NotSent,
-    Outcome::Cancelled,
-    Outcome::Connect,
-    Outcome::Timeout,
-    Outcome::HttpStatus,
-    Outcome::ResetBeforeHead,
-    Outcome::ResetMidStream,
-    Outcome::Malformed,
-    Outcome::ErrorEvent,
-    Outcome::Oversized,
-    Outcome::Io,
-];
-
-#[derive(Deserialize)]
-struct Line {
-    id: u64,
-    worker: u16,
-    warmup: bool,
-    outcome: String,
-    status: u16,
-    intended_ns: u64,
-    sent_ns: Option<u64>,
-    head_ns: Option<u64>,
-    first_token_ns: Option<u64>,
-    first_output_ns: Option<u64>,
-    last_token_ns: Option<u64>,
-    done_ns: Option<u64>,
-    input_tokens: u32,
-    output_tokens: u32,
-    output_source: String,
-    usage_prompt_tokens: Option<u32>,
-    usage_completion_tokens: Option<u32>,
-    cached_tokens: Option<u32>,
-    reads: u32,
-    bytes: u64,
-    events_dropped: u32,
-    events: Vec<EventArray>,
-    /// Absent from logs written before it existed: then `warmup` alone is known.
-    #[serde(default)]
-    warmup_by: Option<String>,
-}
-
-/// `[at_ns, tokens, server_ns, flags]`, or with a fifth element, `text_tokens`.
-struct EventArray {
-    at_ns: u64,
-    tokens: u32,
-    server_ns: Option<u64>,
-    flags: u8,
-    text_tokens: u32,
-}
-
-impl<'de> Deserialize<'de> for EventArray {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = EventArray;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("[at_ns, tokens, server_ns, flags] or with text_tokens fifth")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<EventArray, A::Error> {
-                let missing = |i| serde::de::Error::invalid_length(i, &self);
-                let ev = EventArray {
-                    at_ns: a.next_element()?.ok_or_else(|| missing(0))?,
-                    tokens: a.next_element()?.ok_or_else(|| missing(1))?,
-                    server_ns: a.next_element()?.ok_or_else(|| missing(2))?,
-                    flags: a.next_element()?.ok_or_else(|| missing(3))?,
-                    text_tokens: a.next_element()?.unwrap_or(0),
-                };
-                match a.next_element::<serde::de::IgnoredAny>()? {
-                    None => Ok(ev),
-                    Some(_) => Err(serde::de::Error::invalid_length(6, &self)),
-                }
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
-/// Fills `rec` from one line of `requests.jsonl` (the inverse of `jsonl::format_line`).
-pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
-    let l: Line = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let outcome = OUTCOMES
-        .into_iter()
-        .find(|o| o.name() == l.outcome)
-        .ok_or_else(|| format!("unknown outcome `{}`", l.outcome))?;
-    let output_source = match l.output_source.as_str() {
-        "usage" => OslSource::Usage,
-        "tokenizer" => OslSource::Tokenizer,
-        "events" => OslSource::Events,
-        other => return Err(format!("unknown output_source `{other}`")),
-    };
-    let warmup_by = crate::record::WarmupBy::from_name(l.warmup_by.as_deref())
-        .ok_or_else(|| format!("unknown warmup_by `{}`", l.warmup_by.unwrap_or_default()))?;
-    let mut events = std::mem::take(&mut rec.events);
-    events.clear();
-    events.extend(l.events.iter().map(|e| EventStamp {
-        at_ns: e.at_ns,
-        server_ns: e.server_ns,
-        tokens: e.tokens,
-        output: e.flags & crate::record::jsonl::FLAG_OUTPUT != 0,
-        reasoning: e.flags & crate::record::jsonl::FLAG_REASONING != 0,
-        text_bytes: 0,
-        text_tokens: e.text_tokens,
-    }));
-    *rec = Record {
-        id: l.id,
-        worker: l.worker,
-        warmup: l.warmup,
-        outcome,
-        status: l.status,
-        intended_ns: l.intended_ns,
-        sent_ns: l.sent_ns,
-        head_ns: l.head_ns,
-        first_token_ns: l.first_token_ns,
-        first_output_ns: l.first_output_ns,
-        last_token_ns: l.last_token_ns,
-        done_ns: l.done_ns,
-        input_tokens: l.input_tokens,
-        output_tokens: l.output_tokens,
-        output_source,
-        usage_prompt_tokens: l.usage_prompt_tokens,
-        usage_completion_tokens: l.usage_completion_tokens,
-        cached_tokens: l.cached_tokens,
-        reads: l.reads,
-        bytes: l.bytes,
-        events_dropped: l.events_dropped,
-        events,
-        warmup_by,
-        text: std::mem::take(&mut rec.text),
-    };
-    Ok(())
 }
 
 /// Calls `each` with every record of `dir/requests.jsonl`, in file order.
@@ -231,4 +108,23 @@ pub fn recompute(dir: &Path, o: &Overrides) -> Result<Summary, ReplayError> {
     let mut c = Collector::from_settings(settings);
     read_records(dir, |r| c.add(r))?;
     Ok(c.summarize(side.facts(), side.host.clone()))
+}
+
+/// The run in `dir` as other tools define its figures (`report --definitions`), one
+/// `ToolFigures` per tool, from `requests.jsonl` in one pass.
+pub fn definitions(
+    dir: &Path,
+    o: &Overrides,
+    tools: &[super::definitions::Definitions],
+) -> Result<Vec<super::definitions::ToolFigures>, ReplayError> {
+    let (_, settings) = settings(dir, o)?;
+    let mut views: Vec<super::definitions::ToolView> = tools
+        .iter()
+        .map(|&d| super::definitions::ToolView::new(d, settings.stream))
+        .collect();
+    read_records(dir, |r| views.iter_mut().for_each(|v| v.add(r)))?;
+    Ok(views
+        .iter()
+        .map(|v| v.finish(&settings.percentiles))
+        .collect())
 }

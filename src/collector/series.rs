@@ -10,41 +10,14 @@
 //! order records arrive in, so `ringbench report` reproduces it. Never prints.
 
 use crate::record::{Outcome, Record};
+use crate::summary::series::{Point, TimeSeries};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 pub const MAX_POINTS: usize = 256;
 const FIRST_WIDTH_NS: u64 = 1_000_000_000;
 const NS_PER_US: u64 = 1_000;
 /// One hour in µs, as the main histograms.
 const HIST_MAX_US: u64 = 3_600_000_000;
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TimeSeries {
-    /// Width of each interval, s (1 unless the run was longer than `MAX_POINTS` s).
-    pub interval_s: f64,
-    pub points: Vec<Point>,
-}
-
-/// One interval. `t_s` is its start on the run clock (seconds since the run began).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub t_s: f64,
-    /// Successful requests that ended in the interval, per second.
-    pub requests_per_s: f64,
-    /// Output tokens whose events arrived in the interval, per second.
-    pub output_tokens_per_s: f64,
-    /// Mean number of measured requests in flight (Σ overlap / width).
-    pub in_flight_mean: f64,
-    /// TTFT of requests whose first token arrived in the interval.
-    pub ttft_count: u64,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    /// Chunk gaps that ended in the interval.
-    pub itl_count: u64,
-    pub itl_p50_ms: Option<f64>,
-    pub itl_p99_ms: Option<f64>,
-}
 
 #[derive(Clone, Debug, Default)]
 struct Bucket {

@@ -52,7 +52,9 @@ enum State {
 /// What one `step` did: `consumed` input bytes, of which `data` (possibly empty) is body.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Step<'a> {
+    /// Input bytes used, framing included.
     pub consumed: usize,
+    /// Body bytes among them, borrowed from the input; empty when the step read only framing.
     pub data: &'a [u8],
 }
 
@@ -71,6 +73,7 @@ impl Default for ChunkedDecoder {
 }
 
 impl ChunkedDecoder {
+    /// A decoder at the start of a body.
     pub fn new() -> Self {
         ChunkedDecoder {
             state: State::Size { size: 0, digits: 0 },
@@ -78,6 +81,7 @@ impl ChunkedDecoder {
         }
     }
 
+    /// Back to the start of a body, for the next response.
     pub fn reset(&mut self) {
         *self = Self::new();
     }

@@ -42,9 +42,11 @@ impl Default for Limits {
 /// Where a response stands after a feed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
+    /// The response has not ended: feed the next read.
     NeedMore,
-    /// The response ended. `keep_alive`: the connection may carry the next request.
+    /// The response ended.
     Done {
+        /// The connection may carry the next request.
         keep_alive: bool,
     },
 }
@@ -95,6 +97,8 @@ pub enum ResponseError {
 }
 
 impl ResponseError {
+    /// The record outcome this error ends in: `oversized` for a bound, `malformed` for bad framing
+    /// or JSON, a reset for an early close.
     pub fn outcome(self) -> Outcome {
         match self {
             ResponseError::HeadTooLarge
@@ -177,6 +181,7 @@ pub struct ResponseParser {
 }
 
 impl ResponseParser {
+    /// A parser waiting for a response head, held to `limits`.
     pub fn new(limits: Limits) -> Self {
         ResponseParser {
             limits,
@@ -211,6 +216,7 @@ impl ResponseParser {
         self.extractor.capture_text(on);
     }
 
+    /// A final (non-1xx) response head has been parsed.
     pub fn head_seen(&self) -> bool {
         self.head_seen
     }

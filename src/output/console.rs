@@ -8,22 +8,34 @@
 
 use crate::collector::definitions::ToolFigures;
 use crate::collector::LiveCounts;
+use crate::plan::workload::TraceLoad;
+use crate::plan::{Load, Plan};
+use crate::summary::metric::{role, Metric};
+use crate::summary::workload::{Realized, WorkloadStats};
 use crate::summary::{percentile_label, Overhead, Stats, Summary, FIXED_PERCENTILES};
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+/// The run's summary file, written in the `--out` folder.
 pub const SUMMARY_FILE: &str = "summary.json";
 const WIDTH: usize = 50;
 const SMALL_MARK: &str = " *";
 
+/// Writes the run's report block to `out`, in vLLM's layout: results, a block each for TTFT,
+/// TPOT, ITL and E2E, the other latencies, the client's overhead and the warnings.
 pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
     let s = summary;
     writeln!(out, "{}", rule(" Serving Benchmark Result ", '='))?;
     results(s, out)?;
     let mut small = false;
-    for (title, name, stats) in latency_sections(s) {
-        small |= section(out, title, name, stats, &percentiles_shown(s))?;
+    for m in Metric::with(role::BLOCK) {
+        small |= section(
+            out,
+            m.title(),
+            m.name(),
+            s.latency_ms.get(m),
+            &percentiles_shown(s),
+        )?;
     }
     small |= other_section(s, out)?;
     overhead(s, out)?;
@@ -163,32 +175,9 @@ fn prefix_reuse(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     )
 }
 
-fn latency_sections(s: &Summary) -> [(&'static str, &'static str, &Stats); 4] {
-    let l = &s.latency_ms;
-    [
-        ("Time to First Token", "TTFT", &l.ttft),
-        ("Time per Output Token (excl. 1st token)", "TPOT", &l.tpot),
-        ("Inter-token Latency", "ITL", &l.itl),
-        ("End-to-end Latency", "E2E", &l.e2e),
-    ]
-}
-
-/// The other distributions, one row each.
-fn other_latencies(s: &Summary) -> [(&'static str, &Stats); 6] {
-    let l = &s.latency_ms;
-    [
-        ("TTFO (first non-reasoning output)", &l.ttfo),
-        ("TTFB (response head)", &l.ttfb),
-        ("NTPOT (E2E / OSL)", &l.ntpot),
-        ("Max stall per request", &l.max_stall),
-        ("TTFT from intended start", &l.ttft_from_intent),
-        ("E2E from intended start", &l.e2e_from_intent),
-    ]
-}
-
 fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
-    let shown: Vec<_> = other_latencies(s)
-        .into_iter()
+    let shown: Vec<_> = Metric::with(role::ROW)
+        .map(|m| (m.title(), s.latency_ms.get(m)))
         .filter(|(_, st)| st.count > 0)
         .collect();
     if shown.is_empty() {
@@ -297,6 +286,20 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     for r in &o.invalid_reasons {
         writeln!(out, "  - {r}")?;
     }
+    verdict(s, out)
+}
+
+/// The run's verdict, as its exit status will say it.
+fn verdict(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let v = &s.verdict;
+    let said = match v.exit_code {
+        0 => "ok (exit 0)".to_string(),
+        code => format!("FAILED (exit {code})"),
+    };
+    row(out, "Verdict:", said)?;
+    for r in &v.reasons {
+        writeln!(out, "  - {r}")?;
+    }
     Ok(())
 }
 
@@ -353,52 +356,13 @@ fn marked_n(stats: &Stats, key: &str, decimals: usize) -> String {
     format!("{}{mark}", num(stats.get(key), decimals))
 }
 
-/// `summary.json` in `dir`, written to a temporary name, synced, then renamed over the final
-/// one, so a crash leaves either the old file or the whole new one, never half a JSON.
+/// `summary.json` in `dir` (created if missing), whole or not at all (`rt::file`).
 pub fn write_summary_json(dir: &Path, summary: &Summary) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{SUMMARY_FILE}.tmp.{}", std::process::id()));
-    let written = write_synced(&tmp, summary);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, dir.join(SUMMARY_FILE))?;
-    // Make the rename itself durable; a directory that cannot be synced is not an error.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-fn write_synced(path: &Path, summary: &Summary) -> io::Result<()> {
-    let mut f = io::BufWriter::new(File::create(path)?);
-    serde_json::to_writer_pretty(&mut f, summary).map_err(io::Error::other)?;
-    f.write_all(b"\n")?;
-    let f = f.into_inner().map_err(|e| e.into_error())?;
-    f.sync_all()
-}
-
-/// Any JSON result (`calibrate.json`, …) written the same way as `summary.json`: temporary
-/// name, synced, renamed.
-pub fn write_json_atomic(dir: &Path, name: &str, value: &impl serde::Serialize) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut f = io::BufWriter::new(File::create(&tmp)?);
-        serde_json::to_writer_pretty(&mut f, value).map_err(io::Error::other)?;
-        f.write_all(b"\n")?;
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()
-    };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, dir.join(name))
+    crate::rt::file::write_json(dir, SUMMARY_FILE, summary)
 }
 
 /// One line per calibration point, as it finishes.
-pub fn calibrate_point_line(p: &crate::study::calibrate::CalibratePoint) -> String {
+pub fn calibrate_point_line(p: &crate::summary::study::CalibratePoint) -> String {
     let lag = &p.sched_lag_ms;
     let dd = p.delivery_delay_ms.as_ref();
     format!(
@@ -416,7 +380,7 @@ pub fn calibrate_point_line(p: &crate::study::calibrate::CalibratePoint) -> Stri
 
 /// The calibration's verdict block.
 pub fn print_calibration(
-    c: &crate::study::calibrate::Calibration,
+    c: &crate::summary::study::Calibration,
     out: &mut impl Write,
 ) -> io::Result<()> {
     writeln!(out, "{}", rule(" Client calibration ", '='))?;
@@ -428,7 +392,7 @@ pub fn print_calibration(
     row(
         out,
         "Client CPUs / simulator CPUs",
-        format!("{:?} / {:?}", c.config.client_cpus, c.config.sim_cpus),
+        format!("{} / {}", c.config["client_cpus"], c.config["sim_cpus"]),
     )?;
     let held = c
         .highest_rate_held
@@ -454,6 +418,87 @@ pub fn print_calibration(
         }
     }
     writeln!(out, "{}", rule("", '='))
+}
+
+/// The lines a run's workload is stated in before anything is sent: the trace's shape when
+/// it replays one, then the prompts' lengths and how they were counted.
+pub fn workload_lines(plan: &Plan, w: &WorkloadStats) -> Vec<String> {
+    let mut out = vec![];
+    if let Load::Trace(t) = &plan.load {
+        trace_lines(t, &mut out);
+    }
+    let r = |x: &Realized| {
+        format!(
+            "p50 {} p90 {} p99 {} (min {} mean {:.1} max {})",
+            x.p50, x.p90, x.p99, x.min, x.mean, x.max
+        )
+    };
+    out.extend([
+        format!(
+            "workload: {} prompts from {}, cycled by request id",
+            w.distinct_prompts, w.source
+        ),
+        format!("  input tokens  {}", r(&w.input_tokens)),
+        format!("  output tokens {} (max_tokens asked)", r(&w.output_tokens)),
+        format!("  input lengths: {}", w.input_method),
+    ]);
+    if let Some(p) = &w.prefix {
+        out.push(format!(
+            "  shared prefixes: {} groups × {} tokens{}; intended reuse {:.1}% of input tokens",
+            p.groups,
+            p.tokens,
+            p.zipf.map_or(String::new(), |s| format!(", Zipf s={s}")),
+            p.intended_reuse_rate * 100.0
+        ));
+    }
+    out
+}
+
+fn trace_lines(t: &TraceLoad, out: &mut Vec<String>) {
+    let s = &t.stats;
+    out.push(format!(
+        "trace: {} requests over {:.3} s (speed-up {}×): {:.3} req/s, gap CV {:.2} \
+             (1 is Poisson, above 1 burstier)",
+        s.requests, s.span_s, t.speedup, s.rate_per_s, s.gap_cv
+    ));
+    if s.lines_with_hash_ids > 0 {
+        out.push(format!(
+            "  hash_ids: {} lines, {} distinct blocks of {} tokens, every line's count \
+                 matches ceil(input_length / {}); intended block reuse {:.1}% of input tokens",
+            s.lines_with_hash_ids,
+            s.distinct_blocks,
+            t.block_size,
+            t.block_size,
+            s.block_reuse_rate * 100.0
+        ));
+    }
+}
+
+/// `ringbench sim --stats-interval`: one JSON line of counters every `every_ns`, on absolute
+/// deadlines so the lines do not drift, until `out` is closed (the reader went away).
+pub fn sim_stats_lines(
+    handle: &crate::sim::SimHandle,
+    every_ns: u64,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let start_ns = crate::rt::clock::mono_ns();
+    for tick in 1u64.. {
+        let due_ns = start_ns + tick * every_ns;
+        let now_ns = crate::rt::clock::mono_ns();
+        if due_ns > now_ns {
+            std::thread::sleep(std::time::Duration::from_nanos(due_ns - now_ns));
+        }
+        let line = serde_json::json!({
+            "mono_ns": crate::rt::clock::mono_ns(),
+            "stats": handle.stats(),
+        });
+        match writeln!(out, "{line}").and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `sent 1234 | in flight 12 | ok 1200 | failed 0 | 998.7 req/s`; the rate is successful

@@ -4,7 +4,8 @@
 //! were written to; writes files; never prints.
 
 use crate::output::plot::{self, Chart};
-use crate::study::sweep::{Point, Sweep};
+use crate::summary::metric::{role, Metric};
+use crate::summary::study::{Point, Sweep};
 use crate::summary::Summary;
 use std::fmt::Write as _;
 use std::io;
@@ -17,6 +18,7 @@ th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00;font-weight:bold}.warn{c
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:12px}\
 .plots svg{width:100%;height:auto;border:1px solid #eee}";
 
+/// `s` with `&`, `<`, `>` and `"` escaped, for HTML text and attribute values.
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -37,9 +39,9 @@ fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
     for (name, c) in charts {
         let svg = c.svg().map_err(io::Error::other)?;
         if let Some(svg) = svg {
-            crate::output::files::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
+            crate::rt::file::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
             if let Some(png) = c.png().map_err(io::Error::other)? {
-                crate::output::files::write_atomic(&plots.join(format!("{name}.png")), &png)?;
+                crate::rt::file::write_atomic(&plots.join(format!("{name}.png")), &png)?;
             }
             // Drop the XML prolog, if any: the SVG goes inline.
             let at = svg.find("<svg").unwrap_or(0);
@@ -83,7 +85,7 @@ fn plots_div(svgs: &[String]) -> String {
 fn latency_table(s: &Summary) -> String {
     let v = serde_json::to_value(&s.latency_ms).unwrap_or_default();
     let mut t = String::from("<table><tr><th>metric (ms)</th><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
-    for m in ["ttft", "itl", "tpot", "e2e", "ttfb", "ttft_from_intent"] {
+    for m in Metric::with(role::PLOT).map(Metric::key) {
         let st = &v[m];
         let _ = write!(t, "<tr><th>{m}</th><td>{}</td>", st["count"]);
         for k in ["mean", "p50", "p90", "p95", "p99", "p99_9", "max"] {
@@ -122,7 +124,7 @@ pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
     b.push_str("<h2>Plots</h2>\n");
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    crate::output::files::write_atomic(&path, page("ringbench run", &b).as_ref())?;
+    crate::rt::file::write_atomic(&path, page("ringbench run", &b).as_ref())?;
     Ok(path)
 }
 
@@ -182,7 +184,7 @@ fn point_row(p: &Point, no_slo: bool) -> String {
 /// `dir/report.html` for a sweep written to `dir` (its points under `dir/points/`).
 pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let mut charts: Vec<(String, Chart)> = vec![("throughput".into(), plot::throughput_chart(s))];
-    for m in crate::study::sweep::CURVE_METRICS {
+    for m in Metric::with(role::CURVE).map(Metric::key) {
         charts.push((format!("latency_{m}"), plot::latency_chart(s, m)));
     }
     // The CDFs and timeline of the most loaded point that still passes (or the last one).
@@ -194,7 +196,7 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let mut focus_note = String::new();
     if let Some(i) = focus {
         let p = &s.points[i];
-        let run_dir = dir.join(crate::study::sweep::point_dir_name(s.axis, p.load, 0));
+        let run_dir = dir.join(crate::summary::study::point_dir_name(s.axis, p.load, 0));
         let v = p
             .runs
             .first()
@@ -216,7 +218,7 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
     let _ = writeln!(b, "<p>{}</p>", escape(&focus_note));
     b.push_str(&plots_div(&svgs));
     let path = dir.join("report.html");
-    crate::output::files::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
+    crate::rt::file::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
     Ok(path)
 }
 
@@ -255,7 +257,7 @@ fn analysis_html(s: &Sweep) -> String {
             );
         }
     }
-    let part = |p: &crate::study::analysis::KneePart| match &p.knee {
+    let part = |p: &crate::summary::study::KneePart| match &p.knee {
         Some(k) => format!("load {}", k.load),
         None => format!("none — {}", escape(p.note.as_deref().unwrap_or(""))),
     };

@@ -6,43 +6,39 @@
 //! system. Reads finished results only; never prints.
 
 use crate::collector::new_histogram;
-use crate::study::sweep::{Axis, Sweep};
+use crate::summary::study::{Axis, Sweep};
 use hdrhistogram::Histogram;
-use plotters::coord::Shift;
-use plotters::prelude::*;
 use std::path::Path;
-
-const W: u32 = 720;
-const H: u32 = 400;
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
 
 /// A line chart: named series, horizontal reference lines (SLO bounds) and vertical
 /// markers (knee, crossing).
 #[derive(Clone, Debug, Default)]
 pub struct Chart {
+    /// Shown above the plot; names it in a `PlotError`.
     pub title: String,
+    /// Label of the x axis.
     pub x_label: String,
+    /// Label of the y axis.
     pub y_label: String,
+    /// Each line's name and its (x, y) points.
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Horizontal reference lines: name and y.
     pub hlines: Vec<(String, f64)>,
+    /// Vertical markers: name and x.
     pub vlines: Vec<(String, f64)>,
+    /// A logarithmic x axis (linear when the x range does not start above 0).
     pub log_x: bool,
 }
 
+/// A chart that could not be drawn or encoded: its title and why.
 #[derive(Debug, thiserror::Error)]
 #[error("plot '{0}': {1}")]
-pub struct PlotError(String, String);
+pub struct PlotError(pub(crate) String, pub(crate) String);
 
 impl Chart {
     /// Points of every series plus the reference lines, for axis ranges.
-    fn ranges(&self) -> Option<((f64, f64), (f64, f64))> {
+    #[cfg_attr(not(feature = "plot"), allow(dead_code))]
+    pub(crate) fn ranges(&self) -> Option<((f64, f64), (f64, f64))> {
         let pts = self.series.iter().flat_map(|(_, p)| p.iter().copied());
         let xs: Vec<f64> = pts
             .clone()
@@ -78,141 +74,27 @@ impl Chart {
         Some(((x0, x1), (0.0, y1)))
     }
 
-    /// The chart as an SVG document; `None` when there is nothing to draw.
+    /// The chart as an SVG document; `None` when there is nothing to draw (or when this
+    /// build has no `plot` feature).
     pub fn svg(&self) -> Result<Option<String>, PlotError> {
-        let mut out = String::new();
-        let drawn = self.render(SVGBackend::with_string(&mut out, (W, H)).into_drawing_area())?;
-        Ok(drawn.then_some(out))
+        #[cfg(feature = "plot")]
+        return super::draw::svg(self);
+        #[cfg(not(feature = "plot"))]
+        Ok(None)
     }
 
-    /// The chart as a PNG file (W×H, 8-bit RGB), text drawn with the shipped font; `None`
-    /// when there is nothing to draw.
+    /// The chart as a PNG file (720×400, 8-bit RGB), text drawn with the shipped font; `None`
+    /// when there is nothing to draw (or when this build has no `plot` feature).
     pub fn png(&self) -> Result<Option<Vec<u8>>, PlotError> {
-        let mut rgb = vec![0u8; (W * H * 3) as usize];
-        let area = BitMapBackend::with_buffer(&mut rgb, (W, H)).into_drawing_area();
-        if !self.render(area)? {
-            return Ok(None);
-        }
-        let err = |e: png::EncodingError| PlotError(self.title.clone(), e.to_string());
-        let mut file = Vec::with_capacity(64 * 1024);
-        let mut enc = png::Encoder::new(&mut file, W, H);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.write_header()
-            .and_then(|mut w| w.write_image_data(&rgb))
-            .map_err(err)?;
-        Ok(Some(file))
-    }
-
-    /// Draws the chart on `root`; false when there is nothing to draw.
-    fn render<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<bool, PlotError> {
-        let Some(((x0, x1), (y0, y1))) = self.ranges() else {
-            return Ok(false);
-        };
-        register_font();
-        let err = |e: &dyn std::fmt::Display| PlotError(self.title.clone(), e.to_string());
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut b = ChartBuilder::on(&root);
-        b.caption(&self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(64);
-        if self.log_x && x0 > 0.0 {
-            let mut c = b
-                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-                .map_err(|e| err(&e))?;
-            self.draw(&mut c).map_err(|e| err(&e))?;
-        } else {
-            let mut c = b.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| err(&e))?;
-            self.draw(&mut c).map_err(|e| err(&e))?;
-        }
-        root.present().map_err(|e| err(&e))?;
-        Ok(true)
-    }
-
-    fn draw<'a, X, DB>(
-        &self,
-        c: &mut ChartContext<'a, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
-    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
-    where
-        DB: DrawingBackend + 'a,
-        X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    {
-        let log_x = self.log_x;
-        let x_tick = move |x: &f64| {
-            // A log axis gets a tick at every 1..9 of each decade: label only 1, 2 and 5.
-            let m = x / 10f64.powf(x.log10().floor());
-            let keep = [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6);
-            if log_x && !keep {
-                String::new()
-            } else {
-                tick(*x)
-            }
-        };
-        c.configure_mesh()
-            .x_desc(self.x_label.as_str())
-            .y_desc(self.y_label.as_str())
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .x_label_formatter(&x_tick)
-            .y_label_formatter(&|y| tick(*y))
-            .light_line_style(WHITE)
-            .draw()?;
-        let (xr, yr) = (c.x_range(), c.y_range());
-        for (i, (name, pts)) in self.series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            c.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            if pts.len() <= 60 {
-                c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-            }
-        }
-        for (name, y) in &self.hlines {
-            let red = RGBColor(200, 0, 0);
-            c.draw_series(LineSeries::new(
-                [(xr.start, *y), (xr.end, *y)],
-                red.stroke_width(1),
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], red));
-        }
-        for (name, x) in &self.vlines {
-            let gray = RGBColor(90, 90, 90);
-            c.draw_series(LineSeries::new(
-                [(*x, yr.start), (*x, yr.end)],
-                gray.stroke_width(2),
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], gray.stroke_width(2)));
-        }
-        c.configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
+        #[cfg(feature = "plot")]
+        return super::draw::png(self);
+        #[cfg(not(feature = "plot"))]
+        Ok(None)
     }
 }
 
-/// DejaVu Sans (Bitstream Vera licence, see `assets/fonts/`), built into the binary: a PNG's
-/// text needs glyphs, and a CI machine need not have any font installed. The SVGs use it
-/// only to measure text; their viewer draws it.
-static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-
-fn register_font() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
-            unreachable!("the built-in font file is a valid TrueType font");
-        }
-    });
-}
-
-/// A tick label: whole numbers without ".0", others to two decimals at most.
-fn tick(x: f64) -> String {
+#[cfg_attr(not(feature = "plot"), allow(dead_code))]
+pub(crate) fn tick(x: f64) -> String {
     if (x - x.round()).abs() < 1e-9 || x.abs() >= 100.0 {
         format!("{:.0}", x)
     } else {
@@ -238,7 +120,7 @@ fn wide(s: &Sweep) -> bool {
 
 /// Throughput and goodput (medians) against load, the knee marked.
 pub fn throughput_chart(s: &Sweep) -> Chart {
-    let line = |f: &dyn Fn(&crate::study::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+    let line = |f: &dyn Fn(&crate::summary::study::Point) -> Option<f64>| -> Vec<(f64, f64)> {
         s.points
             .iter()
             .filter_map(|p| Some((p.load, f(p)?)))
@@ -270,7 +152,7 @@ pub fn throughput_chart(s: &Sweep) -> Chart {
 
 /// p50/p95/p99 of one metric against load, with this metric's SLO bounds and the crossing.
 pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
-    let series = crate::study::sweep::CURVE_STATS
+    let series = crate::summary::study::CURVE_STATS
         .iter()
         .map(|st| {
             let key = format!("{metric}_{st}");
@@ -461,6 +343,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "plot")]
     fn a_chart_renders_its_data_as_svg() {
         let c = Chart {
             title: "t".into(),
@@ -488,6 +371,7 @@ mod tests {
     }
 
     /// Decodes a PNG into (width, height, RGB bytes).
+    #[cfg(feature = "plot")]
     fn decode(file: &[u8]) -> (u32, u32, Vec<u8>) {
         let mut r = png::Decoder::new(std::io::Cursor::new(file))
             .read_info()
@@ -500,7 +384,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "plot")]
     fn a_chart_renders_as_png_with_its_line_and_text() {
+        use crate::output::draw::{COLORS, H, W};
         let c = Chart {
             title: "Throughput vs load".into(),
             series: vec![("a".into(), vec![(1.0, 2.0), (2.0, 3.0), (4.0, 3.5)])],

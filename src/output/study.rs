@@ -3,17 +3,16 @@
 //! point, medians and spread), and `search.json`/`search.csv` (every probe in order). Writes
 //! files only; never prints.
 
-use crate::study::search::SearchResult;
-use crate::study::sweep::{Point, Sweep};
+use crate::summary::study::SearchResult;
+use crate::summary::study::{Point, Sweep};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
+/// Writes `sweep.json` and `sweep.csv` to `dir`.
 pub fn write_sweep(dir: &Path, s: &Sweep) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec_pretty(s).map_err(io::Error::other)?;
-    crate::output::files::write_atomic(&dir.join("sweep.json"), json.as_ref())?;
-    crate::output::files::write_atomic(&dir.join("sweep.csv"), sweep_csv(s).as_ref())
+    crate::rt::file::write_json(dir, "sweep.json", s)?;
+    crate::rt::file::write_atomic(&dir.join("sweep.csv"), sweep_csv(s).as_ref())
 }
 
 fn num(v: Option<f64>) -> String {
@@ -92,10 +91,10 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Writes `search.json` and `search.csv` to `dir`, creating it if needed.
 pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec_pretty(r).map_err(io::Error::other)?;
-    crate::output::files::write_atomic(&dir.join("search.json"), json.as_ref())?;
+    crate::rt::file::write_json(dir, "search.json", r)?;
     let mut csv = String::from("iteration,phase,load,pass_raw,pass_smoothed,bracket_lo,bracket_hi,throughput_requests_per_s,goodput_requests_per_s");
     for b in &r.slos {
         csv.push(',');
@@ -119,5 +118,5 @@ pub fn write_search(dir: &Path, r: &SearchResult) -> io::Result<()> {
         csv.push_str(&f.join(","));
         csv.push('\n');
     }
-    crate::output::files::write_atomic(&dir.join("search.csv"), csv.as_ref())
+    crate::rt::file::write_atomic(&dir.join("search.csv"), csv.as_ref())
 }

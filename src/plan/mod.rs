@@ -2,18 +2,30 @@
 //! it (schedule, workers, collector, report) reads only the `Plan`. A `Plan` that exists is
 //! valid; checks live in `cli`/`Plan::check`, never on the hot path.
 
-use serde::Serialize;
+pub mod sim;
+mod validate;
+pub mod workload;
+
+pub use sim::SimSettings;
+pub use validate::{PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
+pub use workload::WorkloadSpec;
+
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Which OpenAI-compatible route to call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
+    /// `/v1/chat/completions`, the prompt sent as `messages`.
     Chat,
+    /// `/v1/completions`, the prompt sent as `prompt` text.
     Completions,
 }
 
 impl Endpoint {
+    /// The route's path, which follows the target's `base_path`.
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::Chat => "/v1/chat/completions",
@@ -23,126 +35,245 @@ impl Endpoint {
 }
 
 /// Open-loop arrival process.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Arrival {
+    /// Exponential gaps at the rate: a Poisson process (`--arrival poisson`, the default).
     Poisson,
+    /// Every gap 1 / rate (`--arrival constant`).
     Constant,
     /// Gamma-distributed gaps with shape `burstiness` (1 = Poisson; < 1 burstier).
     Gamma {
+        /// The gamma shape (`--burstiness`), above 0.
         burstiness: f64,
     },
 }
 
 /// How load is offered.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Load {
     /// N virtual users, each sending its next request when the previous one ended.
-    Closed { concurrency: u32 },
+    Closed {
+        /// Virtual users (`--concurrency`).
+        concurrency: u32,
+    },
     /// Requests at their scheduled times, whether or not earlier ones finished.
     Open {
+        /// Arrivals per second (`--request-rate`).
         request_rate: f64,
+        /// How the gaps between arrivals are drawn (`--arrival`).
         arrival: Arrival,
+        /// Most requests in flight at once; a later arrival waits for one to end
+        /// (`--max-concurrency`). `None`: no cap.
         max_concurrency: Option<u32>,
     },
     /// Requests at the times a trace recorded (`--trace`), divided by the speed-up.
-    Trace(crate::prepare::trace::TraceLoad),
+    Trace(workload::TraceLoad),
 }
 
 /// When to stop sending. At least one is set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stop {
     /// Measured requests (warm-up requests come on top).
     pub request_count: Option<u64>,
+    /// How long to send measured requests, ns, counted after `warmup_duration_ns` (`--duration`).
     pub duration_ns: Option<u64>,
 }
 
 /// Which I/O driver the workers' runtimes use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum IoDriver {
     /// io_uring where the kernel allows it, else epoll.
     Auto,
+    /// io_uring; the run is refused where the kernel does not allow it.
     Uring,
+    /// epoll.
     Epoll,
 }
 
 /// A per-request SLO (`--goodput ttft:500`): the metric's value must be ≤ `max_ms`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
+    /// The metric bounded.
     pub metric: SloMetric,
+    /// The bound, ms.
     pub max_ms: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// A metric a per-request SLO (`--goodput KEY:MS`) can bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SloMetric {
+    /// Time to first token.
     Ttft,
+    /// Time per output token after the first.
     Tpot,
     /// Every chunk gap of the request must be within bound (vLLM's meaning).
     Itl,
+    /// End-to-end latency (vLLM's `e2el`).
     E2e,
+    /// E2E / OSL.
     Ntpot,
 }
 
+impl SloMetric {
+    /// Every metric an SLO can bound, in `--goodput`'s order.
+    pub const ALL: [SloMetric; 5] = [
+        SloMetric::Ttft,
+        SloMetric::Tpot,
+        SloMetric::Itl,
+        SloMetric::E2e,
+        SloMetric::Ntpot,
+    ];
+
+    /// The `--goodput` key (`ttft`, …); vLLM's `e2el` is read as `e2e`.
+    pub fn key(self) -> &'static str {
+        match self {
+            SloMetric::Ttft => "ttft",
+            SloMetric::Tpot => "tpot",
+            SloMetric::Itl => "itl",
+            SloMetric::E2e => "e2e",
+            SloMetric::Ntpot => "ntpot",
+        }
+    }
+
+    /// The metric a `--goodput` key names (case-insensitive; `e2el` is vLLM's `e2e`).
+    pub fn from_key(key: &str) -> Option<SloMetric> {
+        let key = key.trim().to_ascii_lowercase();
+        let key = if key == "e2el" { "e2e" } else { key.as_str() };
+        Self::ALL.into_iter().find(|m| m.key() == key)
+    }
+}
+
 /// The server under test.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     /// As the user gave it (no credentials are ever in it: they go in headers).
     pub url: String,
+    /// The scheme is `https://` (TLS).
     pub https: bool,
+    /// Host name or address, without the brackets of an IPv6 literal.
     pub host: String,
+    /// TCP port; the scheme's default (80, 443) when the URL gives none.
     pub port: u16,
     /// Path prefix before `/v1/...` (usually empty).
     pub base_path: String,
 }
 
-/// Settings of the in-process simulator started when no `--url` is given.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SimSettings {
-    pub ttft_ms: f64,
-    pub itl_ms: f64,
-    pub tokens_per_chunk: u32,
-    pub cpus: Vec<usize>,
-    /// Faults injected by the built-in simulator (`--sim-fault`).
-    pub faults: crate::sim::fault::FaultConfig,
-    /// Load model (0 = off): extra TTFT/ITL ms per other request in flight.
-    pub ttft_per_inflight_ms: f64,
-    pub itl_per_inflight_ms: f64,
+impl Target {
+    /// The server at `url` (`--url`): `http://host:port[/prefix]` or `https://…`, the port
+    /// defaulting to the scheme's; a trailing `/v1` is dropped from the prefix. Credentials
+    /// in the URL are refused: they belong in headers, which are redacted in every output.
+    pub fn parse(url: &str) -> Result<Target, PlanError> {
+        let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (true, r)
+        } else {
+            return bad(format!("--url '{url}': needs a scheme, like http://{url}"));
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if authority.contains('@') {
+            return bad("--url: put credentials in --api-key or --header, not in the URL");
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+                let port = p
+                    .parse()
+                    .map_err(|_| PlanError(format!("--url '{url}': bad port '{p}'")))?;
+                (h.trim_matches(|c| c == '[' || c == ']').to_string(), port)
+            }
+            _ => (authority.to_string(), if https { 443 } else { 80 }),
+        };
+        if host.is_empty() {
+            return bad(format!("--url '{url}': no host"));
+        }
+        let base_path = path
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+            .to_string();
+        Ok(Target {
+            url: url.to_string(),
+            https,
+            host,
+            port,
+            base_path,
+        })
+    }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+fn bad<T>(msg: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError(msg.into()))
+}
+
+/// Everything a run is: what to load, how, for how long, what to measure and where to write
+/// it. Build one from `Plan::defaults()` (the CLI's defaults: the built-in simulator, one
+/// user, 100 requests) and change what you need; `validate` says what is wrong with it, and
+/// `crate::run` refuses a plan that fails it. It serializes as `summary.json`'s `config`
+/// (secrets redacted) and reads back from there, missing keys taking their defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Plan {
     /// `None`: start the built-in simulator and benchmark it.
     pub target: Option<Target>,
+    /// The built-in simulator's settings, used when `target` is `None` (`None`: its defaults).
     pub sim: Option<SimSettings>,
+    /// The route to call (`--endpoint`).
     pub endpoint: Endpoint,
     /// `None`: ask `GET /v1/models` for the first model.
     pub model: Option<String>,
+    /// How load is offered: closed loop, open loop or a trace.
     pub load: Load,
+    /// When to stop sending.
     pub stop: Stop,
+    /// The first N arrivals are warm-up: sent and logged, left out of every figure
+    /// (`--warmup-requests`).
     pub warmup_requests: u64,
+    /// Arrivals due within this long of the start are warm-up, ns (`--warmup-duration`).
     pub warmup_duration_ns: u64,
+    /// Prompt length, tokens, unless `workload.input`, a dataset or a trace sets it
+    /// (`--input-tokens`).
     pub input_tokens: u32,
+    /// `max_tokens` of every request, unless `workload.output`, a dataset or a trace sets it
+    /// (`--output-tokens`).
     pub output_tokens: u32,
+    /// Ask for a streamed (SSE) response; off: `--no-stream`, and only E2E-type metrics.
     pub stream: bool,
+    /// Ask for `stream_options.include_usage`; off: `--no-usage`.
     pub include_usage: bool,
+    /// Seeds every random draw: arrival gaps, lengths, prompts, dataset sampling (`--seed`).
     pub seed: u64,
     /// One pinned worker per CPU.
     pub cpus: Vec<usize>,
+    /// The workers' I/O driver (`--io-driver`).
     pub io_driver: IoDriver,
+    /// Longest a request may take, connecting included, ns; past it the request ends as
+    /// `timeout` (`--request-timeout`).
     pub request_timeout_ns: u64,
+    /// Longest the TCP connect, and then the TLS handshake, may each take, ns; past it the
+    /// request ends as `connect` (`--connect-timeout`).
     pub connect_timeout_ns: u64,
     /// Sent on every request. Values of secret-looking headers are never serialized.
-    #[serde(serialize_with = "redact_headers")]
+    #[serde(
+        serialize_with = "redact_headers",
+        deserialize_with = "unredact_headers"
+    )]
     pub headers: Vec<(String, String)>,
-    #[serde(serialize_with = "redact_opt")]
+    /// Sent as `Authorization: Bearer` (`--api-key`, `OPENAI_API_KEY`); serialized as
+    /// `<redacted>`, never as itself.
+    #[serde(serialize_with = "redact_opt", deserialize_with = "unredact_opt")]
     pub api_key: Option<String>,
+    /// Percentiles every stats object carries, on top of `FIXED_PERCENTILES` (`--percentiles`).
     pub percentiles: Vec<f64>,
+    /// Per-request SLOs that define goodput (`--goodput`); empty: goodput is `null`.
     pub goodput: Vec<Slo>,
     /// Scheduling-lag p99 above this marks the run invalid (ms).
     pub max_lag_ms: f64,
+    /// Where `summary.json`, `requests.jsonl` and the exports are written (`--out`); `None`: no
+    /// files.
     pub out_dir: Option<PathBuf>,
     /// Print the live progress line (stderr is a terminal).
     pub progress: bool,
@@ -151,20 +282,27 @@ pub struct Plan {
     /// Run even if another ringbench holds this endpoint's lock (`--allow-concurrent`).
     pub allow_concurrent: bool,
     /// Exports written beside `summary.json` when `out_dir` is set (`--export`).
-    pub exports: Vec<crate::output::export::ExportKind>,
+    pub exports: Vec<ExportKind>,
     /// `https://`: trust only this CA (PEM) instead of the system roots.
     pub cacert: Option<PathBuf>,
     /// `https://`: do not verify the server's certificate (a warning in the report).
     pub insecure: bool,
     /// Tokenizer, length distributions, dataset, shared prefixes, request options.
-    pub workload: crate::prepare::WorkloadSpec,
+    pub workload: workload::WorkloadSpec,
     /// Kernel software receive stamps on every plain connection (`--rx-timestamps`).
     pub rx_timestamps: bool,
     /// How long before each send the pacer spins instead of sleeping, ns; `None` learns it
     /// from the timer's lateness (`--pacer-spin-us`, default auto).
     #[serde(default)]
     pub pacer_spin_ns: Option<u64>,
+    /// A failure share above this percentage of measured sent requests fails the run's gate
+    /// (exit 3); `None`: the run fails only when no measured request succeeded (`--max-failed`).
+    #[serde(default)]
+    pub max_failed_percent: Option<f64>,
 }
+
+/// What a secret's value is written as.
+pub const REDACTED: &str = "<redacted>";
 
 /// Header names whose values must never reach any output.
 pub fn is_secret_header(name: &str) -> bool {
@@ -188,7 +326,7 @@ fn redact_headers<S: serde::Serializer>(h: &[(String, String)], s: S) -> Result<
     let mut m = s.serialize_map(Some(h.len()))?;
     for (k, v) in h {
         let shown = if is_secret_header(k) {
-            "<redacted>"
+            REDACTED
         } else {
             v.as_str()
         };
@@ -197,29 +335,63 @@ fn redact_headers<S: serde::Serializer>(h: &[(String, String)], s: S) -> Result<
     m.end()
 }
 
+/// The headers as a `summary.json` shows them, in their order: a redacted value stays
+/// redacted (it is never sent again from a file; give it anew with `--header`).
+fn unredact_headers<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<(String, String)>, D::Error> {
+    struct InOrder;
+    impl<'de> serde::de::Visitor<'de> for InOrder {
+        type Value = Vec<(String, String)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of header names to values")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(pair) = m.next_entry()? {
+                out.push(pair);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(InOrder)
+}
+
+/// A redacted API key read back is no key: it must be given again.
+fn unredact_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<String>::deserialize(d)?;
+    Ok(v.filter(|k| k != REDACTED))
+}
+
 fn redact_opt<S: serde::Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
     match v {
-        Some(_) => s.serialize_str("<redacted>"),
+        Some(_) => s.serialize_str(REDACTED),
         None => s.serialize_none(),
     }
 }
 
+/// Longest the pacer may spin before a send, ns (`--pacer-spin-us` at most 200): a timer's
+/// lateness beyond this is preemption, not timer slop, and spinning for it would burn a core.
+pub const MAX_SPIN_NS: u64 = 200_000;
+
+/// `percentiles` when `--percentiles` is not given.
 pub const DEFAULT_PERCENTILES: [f64; 5] = [50.0, 90.0, 95.0, 99.0, 99.9];
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan::defaults()
+    }
+}
 
 impl Plan {
     /// A plan with the CLI's defaults: closed loop at 1 user, 100 requests, built-in simulator.
     pub fn defaults() -> Self {
         Plan {
             target: None,
-            sim: Some(SimSettings {
-                ttft_ms: 0.0,
-                itl_ms: 0.0,
-                tokens_per_chunk: 1,
-                cpus: vec![],
-                faults: crate::sim::fault::FaultConfig::default(),
-                ttft_per_inflight_ms: 0.0,
-                itl_per_inflight_ms: 0.0,
-            }),
+            sim: Some(SimSettings::default()),
             endpoint: Endpoint::Chat,
             model: None,
             load: Load::Closed { concurrency: 1 },
@@ -247,15 +419,18 @@ impl Plan {
             progress: false,
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
-            exports: crate::output::export::ALL.to_vec(),
+            exports: ExportKind::ALL.to_vec(),
             cacert: None,
             insecure: false,
-            workload: crate::prepare::WorkloadSpec::default(),
+            workload: workload::WorkloadSpec::default(),
             rx_timestamps: false,
             pacer_spin_ns: None,
+            max_failed_percent: None,
         }
     }
 
+    /// The arrival rate asked for, req/s: `--request-rate`, or a trace's own rate × its speed-up;
+    /// `None` in a closed loop (`target.request_rate` in `summary.json`).
     pub fn target_rate(&self) -> Option<f64> {
         match self.load {
             Load::Open { request_rate, .. } => Some(request_rate),
@@ -267,7 +442,7 @@ impl Plan {
     /// `max_tokens` when every request asks the same, which the OSL check compares usage
     /// with; `None` when lengths vary (a distribution, a dataset's own lengths, a trace).
     pub fn fixed_output_tokens(&self) -> Option<u32> {
-        use crate::prepare::lengths::LengthDist;
+        use workload::LengthDist;
         match (&self.load, &self.workload.output, &self.workload.dataset) {
             (Load::Trace(_), _, _) => None,
             (_, Some(LengthDist::Fixed { tokens }), _) => Some(*tokens),
@@ -276,6 +451,8 @@ impl Plan {
         }
     }
 
+    /// The virtual users of a closed loop, or an open loop's `--max-concurrency`
+    /// (`target.concurrency` in `summary.json`).
     pub fn target_concurrency(&self) -> Option<u32> {
         match self.load {
             Load::Closed { concurrency } => Some(concurrency),
@@ -284,6 +461,53 @@ impl Plan {
             } => max_concurrency,
             Load::Trace(ref t) => t.max_concurrency,
         }
+    }
+}
+
+/// One export format (`--export vllm,aiperf,csv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportKind {
+    /// `vllm_result.json`, as `vllm bench serve --save-result` writes it.
+    Vllm,
+    /// `profile_export_aiperf.json` and `profile_export.jsonl`, as AIPerf writes them.
+    Aiperf,
+    /// `summary.csv`: one row per metric and statistic of `summary.json`.
+    Csv,
+}
+
+impl ExportKind {
+    /// Every export, in the order they are written.
+    pub const ALL: [ExportKind; 3] = [ExportKind::Vllm, ExportKind::Aiperf, ExportKind::Csv];
+
+    /// Its `--export` name (`vllm`, `aiperf`, `csv`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportKind::Vllm => "vllm",
+            ExportKind::Aiperf => "aiperf",
+            ExportKind::Csv => "csv",
+        }
+    }
+
+    /// `vllm,csv` → kinds; `all` or nothing → every kind; `none` → no export.
+    pub fn parse_list(items: &[String]) -> Result<Vec<ExportKind>, String> {
+        let mut kinds = Vec::new();
+        for item in items.iter().map(|s| s.trim().to_ascii_lowercase()) {
+            match item.as_str() {
+                "all" => kinds.extend(Self::ALL),
+                "none" => {}
+                other => match Self::ALL.into_iter().find(|k| k.name() == other) {
+                    Some(k) => kinds.push(k),
+                    None => {
+                        return Err(format!(
+                        "--export: unknown format '{other}' (use vllm, aiperf, csv, all or none)"
+                    ))
+                    }
+                },
+            }
+        }
+        kinds.dedup();
+        Ok(kinds)
     }
 }
 

@@ -8,7 +8,10 @@
 //! not grow with the run.
 
 use crate::plan::{Endpoint, Plan};
-use crate::prepare::{Prepared, Prompt, WorkloadStats};
+#[cfg(test)]
+use crate::prepare::Prepared;
+use crate::prepare::Prompt;
+use crate::summary::workload::WorkloadStats;
 use bytes::Bytes;
 use std::fmt::Write as _;
 
@@ -29,7 +32,8 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Serializes every prepared prompt (see `workload::prepare`).
+    /// Serializes every prepared prompt (see `workload::prepare`), keeping them.
+    #[cfg(test)]
     pub fn build(plan: &Plan, prepared: &Prepared, host_header: &str, model: &str) -> Catalog {
         let prompts = prepared.prompts.clone();
         Catalog::from_prompts(plan, prompts, &prepared.stats, host_header, model)
@@ -77,12 +81,10 @@ impl Catalog {
         &self.entries[(id % self.entries.len() as u64) as usize]
     }
 
+    /// Entries (distinct requests), for tests.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 

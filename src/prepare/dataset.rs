@@ -4,65 +4,15 @@
 //! text) — and the seeded choice of which items a run sends. Any problem stops the run before
 //! it starts, naming the file, the line and what is wrong. Never on the hot path; never prints.
 
+use crate::plan::workload::DatasetKind;
+use crate::plan::workload::DatasetSpec;
+use crate::plan::workload::Sampling;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-
-/// Which file format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetKind {
-    /// ShareGPT JSON: the first human turn is the prompt, the answer's length the OSL.
-    Sharegpt,
-    /// One JSON object a line: `prompt` or `messages`, optional `output_tokens`.
-    Jsonl,
-    /// Production request log, one JSON object a line: `prompt_tokens`, `completion_tokens`.
-    Logs,
-}
-
-/// How items are picked for the catalog.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Sampling {
-    /// In file order, wrapping around.
-    #[default]
-    Sequential,
-    /// Uniformly at random, with replacement (seeded).
-    Random,
-    /// A seeded permutation, a new one for each pass.
-    Shuffle,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DatasetSpec {
-    pub kind: DatasetKind,
-    pub path: PathBuf,
-    pub sampling: Sampling,
-}
-
-impl DatasetSpec {
-    /// Whether prompts come as text (counted) rather than as lengths (synthesized).
-    pub fn has_text(&self) -> bool {
-        self.kind != DatasetKind::Logs
-    }
-
-    pub fn describe(&self) -> String {
-        let kind = match self.kind {
-            DatasetKind::Sharegpt => "ShareGPT",
-            DatasetKind::Jsonl => "JSONL",
-            DatasetKind::Logs => "request-log lengths with synthetic text",
-        };
-        let sampling = match self.sampling {
-            Sampling::Sequential => "sequential",
-            Sampling::Random => "random with replacement",
-            Sampling::Shuffle => "shuffled",
-        };
-        format!("{kind} {} ({sampling})", self.path.display())
-    }
-}
 
 /// One usable line or conversation.
 #[derive(Clone, Debug, PartialEq)]
@@ -228,7 +178,7 @@ fn log_item(line: &str) -> Result<Item, String> {
     let (Some(p), Some(c)) = (l.prompt_tokens, l.completion_tokens) else {
         return Err("needs both \"prompt_tokens\" and \"completion_tokens\"".into());
     };
-    let max = u64::from(crate::prepare::lengths::MAX_LENGTH);
+    let max = u64::from(crate::plan::workload::MAX_LENGTH);
     if !(1..=max).contains(&p) || !(1..=max).contains(&c) {
         return Err(format!(
             "prompt_tokens {p} and completion_tokens {c} must be in [1, {max}]"

@@ -12,20 +12,24 @@
 
 pub mod catalog;
 pub mod dataset;
-pub mod lengths;
+#[cfg(test)]
+mod length_tests;
 pub mod tokenizer;
 pub mod trace;
+#[cfg(test)]
+mod workload_tests;
 
-use self::dataset::{DatasetError, DatasetSpec, Item};
-use self::lengths::{LengthDist, Realized};
+use self::dataset::{DatasetError, Item};
 use self::tokenizer::{PromptTokenizer, TokenizerError};
-use self::trace::{TraceLoad, TraceRequest};
+use crate::plan::workload::LengthDist;
+use crate::plan::workload::WorkloadSpec;
+use crate::plan::workload::{TraceLoad, TraceRequest};
 use crate::plan::{Load, Plan};
+use crate::summary::workload::Realized;
+use crate::summary::workload::{PrefixStats, WorkloadStats};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
-use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 
 /// Distinct prompts kept; requests cycle through them. Bounded so memory does not grow with
 /// the request count, and large enough that a prefix cache cannot hold them all as one.
@@ -51,38 +55,6 @@ const WORDS: &[&str] = &[
     "table", "market", "green", "small", "large", "early", "young", "north", "south", "simple",
 ];
 
-/// Shared system prefixes: `groups` distinct prefixes of `tokens` tokens each.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PrefixSpec {
-    pub groups: u32,
-    pub tokens: u32,
-    /// Zipf exponent of group popularity (`None`: every group equally likely).
-    pub zipf: Option<f64>,
-}
-
-/// Fields added to every request body.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct RequestOptions {
-    pub ignore_eos: bool,
-    pub min_tokens: Option<u32>,
-    pub temperature: Option<f64>,
-    /// A JSON object merged into every body last (its keys win).
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-/// The workload part of the `Plan`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct WorkloadSpec {
-    pub tokenizer: Option<PathBuf>,
-    /// `None`: every prompt is `Plan::input_tokens` long.
-    pub input: Option<LengthDist>,
-    /// `None`: `max_tokens` is `Plan::output_tokens`, unless a dataset gives lengths.
-    pub output: Option<LengthDist>,
-    pub dataset: Option<DatasetSpec>,
-    pub prefix: Option<PrefixSpec>,
-    pub request: RequestOptions,
-}
-
 /// One request's content, decided before the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prompt {
@@ -95,80 +67,16 @@ pub struct Prompt {
     pub messages: Option<serde_json::Value>,
 }
 
+/// A tokenizer or a dataset that cannot be used as given (bad input: exit code 2); the
+/// message names the file and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
+    /// `--tokenizer`: the file cannot be read, or a prompt cannot be made exact with it.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// `--dataset`: missing, unreadable, a bad line, or no usable item.
     #[error(transparent)]
     Dataset(#[from] DatasetError),
-}
-
-/// Intended and observed prefix reuse.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PrefixStats {
-    pub groups: u32,
-    pub tokens: u32,
-    pub zipf: Option<f64>,
-    /// Share of input tokens a server with an unbounded prefix cache could serve from it,
-    /// over one pass of the catalog: every request after the first of its group reuses the
-    /// group's prefix.
-    pub intended_reuse_rate: f64,
-    /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
-    /// divided by their input tokens; `None` when the server reported none.
-    pub observed_cached_rate: Option<f64>,
-    /// Requests whose response carried `cached_tokens`.
-    pub observed_reports: u64,
-}
-
-/// What the workload is, stated before the run and stored in the summary (`workload`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadStats {
-    /// How input lengths were counted (exact by a tokenizer, or the approximation used).
-    pub input_method: String,
-    pub tokenizer: Option<String>,
-    /// `synthetic` or the dataset's kind and file.
-    pub source: String,
-    /// Distinct prompts built; requests cycle through them by id.
-    pub distinct_prompts: u64,
-    /// Input lengths (ISL) over the distinct prompts.
-    pub input_tokens: Realized,
-    /// `max_tokens` asked (the intended OSL) over the distinct prompts.
-    pub output_tokens: Realized,
-    pub prefix: Option<PrefixStats>,
-}
-
-impl WorkloadStats {
-    /// The lines the CLI prints before the run (the library itself never prints).
-    pub fn describe(&self) -> Vec<String> {
-        let r = |x: &Realized| {
-            format!(
-                "p50 {} p90 {} p99 {} (min {} mean {:.1} max {})",
-                x.p50, x.p90, x.p99, x.min, x.mean, x.max
-            )
-        };
-        let mut out = vec![
-            format!(
-                "workload: {} prompts from {}, cycled by request id",
-                self.distinct_prompts, self.source
-            ),
-            format!("  input tokens  {}", r(&self.input_tokens)),
-            format!(
-                "  output tokens {} (max_tokens asked)",
-                r(&self.output_tokens)
-            ),
-            format!("  input lengths: {}", self.input_method),
-        ];
-        if let Some(p) = &self.prefix {
-            out.push(format!(
-                "  shared prefixes: {} groups × {} tokens{}; intended reuse {:.1}% of input tokens",
-                p.groups,
-                p.tokens,
-                p.zipf.map_or(String::new(), |s| format!(", Zipf s={s}")),
-                p.intended_reuse_rate * 100.0
-            ));
-        }
-        out
-    }
 }
 
 /// Everything the catalog needs, built before the run.
@@ -176,13 +84,6 @@ impl WorkloadStats {
 pub struct Prepared {
     pub prompts: Vec<Prompt>,
     pub stats: WorkloadStats,
-}
-
-impl Prepared {
-    /// The largest `max_tokens` of any request: sizes the workers' event buffers.
-    pub fn max_output_tokens(&self) -> u32 {
-        self.prompts.iter().map(|p| p.max_tokens).max().unwrap_or(1)
-    }
 }
 
 /// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`.

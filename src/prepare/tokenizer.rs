@@ -11,9 +11,12 @@
 //! error, never a silent miscount. Counts exclude special tokens (BOS, chat template): that is
 //! the prompt's own length, which is what `vllm bench serve` counts too.
 
+#[cfg(not(feature = "tokenizer"))]
+pub(crate) use absent::Tokenizer;
 use rand::{Rng, RngExt};
 use std::path::{Path, PathBuf};
-use tokenizers::Tokenizer;
+#[cfg(feature = "tokenizer")]
+pub(crate) use tokenizers::Tokenizer;
 
 /// Vocabulary entries scanned for one-token words: enough variety, bounded start-up cost.
 const MAX_POOL_WORDS: usize = 8192;
@@ -80,6 +83,7 @@ impl PromptTokenizer {
     }
 
     /// How many one-token words prompts are drawn from.
+    #[cfg(test)]
     pub fn word_count(&self) -> usize {
         self.words.len()
     }
@@ -166,6 +170,50 @@ impl PromptTokenizer {
             want: tokens,
             got,
         })
+    }
+}
+
+/// Stands in for `tokenizers::Tokenizer` in a build without the `tokenizer` feature: it can
+/// never be made, so every use is refused where a tokenizer file would be loaded.
+#[cfg(not(feature = "tokenizer"))]
+mod absent {
+    use std::collections::HashMap;
+    use std::convert::Infallible;
+    use std::path::Path;
+
+    pub enum Tokenizer {}
+
+    pub struct Encoding(Infallible);
+
+    const NOT_BUILT: &str = "this ringbench was built without the `tokenizer` feature; \
+                             rebuild with it (it is on by default) to use --tokenizer";
+
+    impl Tokenizer {
+        pub fn from_file(_: impl AsRef<Path>) -> Result<Tokenizer, String> {
+            Err(NOT_BUILT.into())
+        }
+
+        pub fn get_vocab(&self, _: bool) -> HashMap<String, u32> {
+            match *self {}
+        }
+
+        pub fn decode(&self, _: &[u32], _: bool) -> Result<String, String> {
+            match *self {}
+        }
+
+        pub fn encode(&self, _: &str, _: bool) -> Result<Encoding, String> {
+            match *self {}
+        }
+    }
+
+    impl Encoding {
+        pub fn len(&self) -> usize {
+            match self.0 {}
+        }
+
+        pub fn get_offsets(&self) -> &[(usize, usize)] {
+            match self.0 {}
+        }
     }
 }
 

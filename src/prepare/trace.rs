@@ -8,29 +8,19 @@
 //! prompt tokens is refused, because every request is pre-serialized before the run. Never on
 //! the hot path; never prints: `TraceStats` is returned for the caller.
 
-use serde::{Deserialize, Serialize};
+use crate::plan::workload::TraceLoad;
+use crate::plan::workload::TraceRequest;
+use crate::plan::workload::TraceStats;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Mooncake's block size: tokens per `hash_ids` entry.
-pub const DEFAULT_BLOCK_SIZE: u32 = 512;
 /// Most lines a trace may have: each becomes one pre-serialized request held in memory.
 pub const MAX_TRACE_REQUESTS: usize = 200_000;
 /// Most prompt tokens a trace may ask in all: synthetic prompts take about 6 bytes a token,
 /// so this bounds the pre-built requests near 1.5 GB (Mooncake's published traces hold
 /// 0.1–0.2 G tokens).
 pub const MAX_TRACE_INPUT_TOKENS: u64 = 1 << 28;
-
-/// One trace line.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct TraceRequest {
-    pub timestamp: u64,
-    pub input_length: u32,
-    pub output_length: u32,
-    #[serde(default)]
-    pub hash_ids: Vec<u64>,
-}
 
 #[derive(Debug, thiserror::Error)]
 #[error("--trace {}{}: {why}", path.display(), line.map_or(String::new(), |l| format!(" line {l}")))]
@@ -40,46 +30,10 @@ pub struct TraceError {
     pub why: String,
 }
 
-/// What the trace offers, stated before the run and kept in the summary.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TraceStats {
-    pub requests: u64,
-    /// First to last send time after the speed-up, seconds.
-    pub span_s: f64,
-    /// Requests per second over the span (after the speed-up): (lines − 1) / span.
-    pub rate_per_s: f64,
-    /// Coefficient of variation of the gaps: 1 is Poisson-like, above 1 burstier.
-    pub gap_cv: f64,
-    pub speedup: f64,
-    /// Lines that carry `hash_ids`.
-    pub lines_with_hash_ids: u64,
-    pub distinct_blocks: u64,
-    /// Share of all input tokens that lie in blocks whose hash id an earlier line already
-    /// sent: what an unbounded prefix cache could serve.
-    pub block_reuse_rate: f64,
-}
-
 /// A checked trace.
 #[derive(Debug)]
 pub struct Trace {
     pub requests: Vec<TraceRequest>,
-}
-
-/// `--trace` resolved into the plan's load: the checked lines and their send times.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TraceLoad {
-    pub path: PathBuf,
-    pub block_size: u32,
-    pub speedup: f64,
-    /// The trace's own rate × the speed-up (`None` when every line has one timestamp).
-    pub request_rate: Option<f64>,
-    pub max_concurrency: Option<u32>,
-    pub stats: TraceStats,
-    #[serde(skip)]
-    pub requests: Arc<[TraceRequest]>,
-    /// Send times in ns from the first line, after the speed-up.
-    #[serde(skip)]
-    pub times_ns: Arc<[u64]>,
 }
 
 impl TraceLoad {
@@ -111,28 +65,6 @@ impl TraceLoad {
             times_ns: trace.send_times_ns(speedup),
             requests: trace.requests.into(),
         })
-    }
-
-    /// The lines before the run describes them (the caller prints).
-    pub fn describe(&self) -> Vec<String> {
-        let s = &self.stats;
-        let mut out = vec![format!(
-            "trace: {} requests over {:.3} s (speed-up {}×): {:.3} req/s, gap CV {:.2} \
-             (1 is Poisson, above 1 burstier)",
-            s.requests, s.span_s, self.speedup, s.rate_per_s, s.gap_cv
-        )];
-        if s.lines_with_hash_ids > 0 {
-            out.push(format!(
-                "  hash_ids: {} lines, {} distinct blocks of {} tokens, every line's count \
-                 matches ceil(input_length / {}); intended block reuse {:.1}% of input tokens",
-                s.lines_with_hash_ids,
-                s.distinct_blocks,
-                self.block_size,
-                self.block_size,
-                s.block_reuse_rate * 100.0
-            ));
-        }
-        out
     }
 }
 
@@ -181,12 +113,12 @@ fn check(r: &TraceRequest, prev: Option<&TraceRequest>, block_size: u32) -> Resu
     if r.input_length == 0 || r.output_length == 0 {
         return Err("input_length and output_length must be at least 1".into());
     }
-    if r.input_length > crate::prepare::lengths::MAX_LENGTH
-        || r.output_length > crate::prepare::lengths::MAX_LENGTH
+    if r.input_length > crate::plan::workload::MAX_LENGTH
+        || r.output_length > crate::plan::workload::MAX_LENGTH
     {
         return Err(format!(
             "input_length and output_length must be at most {}",
-            crate::prepare::lengths::MAX_LENGTH
+            crate::plan::workload::MAX_LENGTH
         ));
     }
     if let Some(p) = prev.filter(|p| p.timestamp > r.timestamp) {
@@ -348,7 +280,10 @@ mod tests {
         let t = TraceLoad::open(&p, 512, 4.0, None).unwrap();
         assert_eq!(&*t.times_ns, &[0, 500_000_000]);
         assert_eq!(t.request_rate, Some(2.0));
-        assert!(t.describe()[0].contains("2 requests"), "{:?}", t.describe());
+        let mut plan = crate::plan::Plan::defaults();
+        plan.load = crate::plan::Load::Trace(t.clone());
+        let lines = crate::output::console::workload_lines(&plan, &Default::default());
+        assert!(lines[0].contains("2 requests"), "{lines:?}");
         let e = TraceLoad::open(&p, 512, 0.0, None).unwrap_err().to_string();
         assert!(e.contains("--replay-speedup"), "{e}");
         let one = write(

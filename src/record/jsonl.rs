@@ -1,9 +1,12 @@
-//! Part of the collector (… → record → **collector** → summary → report): the per-request
-//! log, `DIR/requests.jsonl` (written as `DIR/.requests.jsonl.tmp.PID` while the run goes and
-//! renamed when it ends, interrupted or not; see `outfile`). Each line is formatted by hand into one reused buffer and
-//! copied into a 1 MiB `BufWriter`, so a record costs no allocation, the disk sees one write
-//! per thousand-odd lines, and memory stays flat however long the run. It writes what the
-//! record holds and derives nothing: `ringbench report` recomputes every figure from it.
+//! Part of the record (… → extract → **record** → collector …): the one schema of the
+//! per-request log, `DIR/requests.jsonl` — one line per record, warm-up included. The schema
+//! is `Record`'s own serde form (field names, `Outcome` and `OslSource` names, events as
+//! arrays); `parse_line` reads a line through it, and `format_line` writes the same line by
+//! hand into one reused buffer, because `serde_json` cost about 4 µs per 16-event record and
+//! the collector writes tens of thousands a second. A test holds the two to the same bytes'
+//! meaning for arbitrary records. The file itself (buffering, the temporary name) is the
+//! collector's (`collector::log`). It writes what the record holds and derives nothing:
+//! `ringbench report` recomputes every figure from it.
 //!
 //! # Format (one JSON object per line, one line per record, warm-up included)
 //!
@@ -29,74 +32,21 @@
 //!   `--tokenizer`, an event the client tokenizer credited with tokens has a fifth element,
 //!   that count (`[at_ns, tokens, server_ns, flags, text_tokens]`).
 
-use crate::output::files::PendingFile;
-use crate::record::{EventStamp, OslSource, Record};
-use std::io::{self, Write};
-use std::path::Path;
+use super::{EventStamp, Record};
 
+/// The log's name in a run's folder.
 pub const FILE_NAME: &str = "requests.jsonl";
 
-/// Big enough that a flush (one `write` syscall) carries thousands of lines.
-const BUFFER_BYTES: usize = 1 << 20;
-
-pub const FLAG_OUTPUT: u8 = 1;
-pub const FLAG_REASONING: u8 = 2;
-
-pub struct RequestLog {
-    /// Written as `.requests.jsonl.tmp.PID`, renamed to `requests.jsonl` by `close`.
-    out: PendingFile,
-    /// One line under construction, reused: once it has grown, a record allocates nothing.
-    line: Vec<u8>,
-    lines: u64,
-}
-
-impl RequestLog {
-    /// Creates `dir` if needed and the log under its temporary name there.
-    pub fn create(dir: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        Ok(RequestLog {
-            out: PendingFile::create(&dir.join(FILE_NAME), BUFFER_BYTES)?,
-            line: Vec::with_capacity(4096),
-            lines: 0,
-        })
-    }
-
-    /// The final path (the file is there once `close` has run).
-    pub fn path(&self) -> &Path {
-        self.out.path()
-    }
-
-    pub fn lines(&self) -> u64 {
-        self.lines
-    }
-
-    pub fn append(&mut self, rec: &Record) -> io::Result<()> {
-        self.line.clear();
-        format_line(&mut self.line, rec);
-        self.out.writer().write_all(&self.line)?;
-        self.lines += 1;
-        Ok(())
-    }
-
-    /// Hands what is buffered to the kernel. `BufWriter` only ever writes whole lines here
-    /// (a line that does not fit flushes the buffer first), so a process killed after this
-    /// leaves a file of complete lines.
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.out.writer().flush()
-    }
-
-    /// Flushes the buffer and the file's data to disk and renames it to `requests.jsonl`.
-    pub fn close(self) -> io::Result<()> {
-        self.out.commit()
-    }
-}
-
-pub fn osl_source_name(s: OslSource) -> &'static str {
-    match s {
-        OslSource::Usage => "usage",
-        OslSource::Tokenizer => "tokenizer",
-        OslSource::Events => "events",
-    }
+/// Fills `rec` from one line of `requests.jsonl` (the inverse of `format_line`); `rec`'s text
+/// buffer is kept for reuse.
+pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
+    let parsed: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let buf = std::mem::take(&mut rec.text);
+    *rec = Record {
+        text: buf,
+        ..parsed
+    };
+    Ok(())
 }
 
 /// Appends one record as one line, newline included (see the module doc for the format).
@@ -125,7 +75,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_opt(buf, "done_ns", r.done_ns);
     key_u64(buf, "input_tokens", r.input_tokens.into());
     key_u64(buf, "output_tokens", r.output_tokens.into());
-    key_str(buf, "output_source", osl_source_name(r.output_source));
+    key_str(buf, "output_source", r.output_source.name());
     key_opt(
         buf,
         "usage_prompt_tokens",
@@ -155,8 +105,6 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
 }
 
 fn event(buf: &mut Vec<u8>, e: &EventStamp) {
-    let flags =
-        if e.output { FLAG_OUTPUT } else { 0 } | if e.reasoning { FLAG_REASONING } else { 0 };
     buf.push(b'[');
     push_u64(buf, e.at_ns);
     buf.push(b',');
@@ -164,7 +112,7 @@ fn event(buf: &mut Vec<u8>, e: &EventStamp) {
     buf.push(b',');
     push_opt(buf, e.server_ns);
     buf.push(b',');
-    push_u64(buf, flags.into());
+    push_u64(buf, e.flags().into());
     if e.text_tokens > 0 {
         buf.push(b',');
         push_u64(buf, e.text_tokens.into());
@@ -224,7 +172,8 @@ fn key_str(buf: &mut Vec<u8>, k: &str, v: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Outcome;
+    use crate::record::{OslSource, Outcome};
+    use proptest::prelude::*;
 
     #[test]
     fn a_line_is_json_and_keeps_every_stamp() {
@@ -268,5 +217,101 @@ mod tests {
             v["events"],
             serde_json::json!([[9000, 1, 8950, 3], [9100, 0, null, 0]])
         );
+    }
+
+    fn arb_event() -> impl Strategy<Value = EventStamp> {
+        (
+            any::<u64>(),
+            any::<u32>(),
+            proptest::option::of(any::<u64>()),
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just(0u32), any::<u32>()],
+        )
+            .prop_map(
+                |(at_ns, tokens, server_ns, reasoning, output, text_tokens)| EventStamp {
+                    at_ns,
+                    server_ns,
+                    tokens,
+                    reasoning,
+                    output,
+                    text_bytes: 0,
+                    text_tokens,
+                },
+            )
+    }
+
+    fn arb_record() -> impl Strategy<Value = Record> {
+        let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 6);
+        let usage = proptest::collection::vec(proptest::option::of(any::<u32>()), 3);
+        let counts = (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u32>(),
+        );
+        (
+            (any::<u64>(), any::<u16>(), any::<bool>(), any::<bool>()),
+            (0..Outcome::ALL.len(), any::<u16>(), any::<u64>(), 0..3usize),
+            stamps,
+            usage,
+            counts,
+            proptest::collection::vec(arb_event(), 0..6),
+        )
+            .prop_map(|(ids, kinds, st, us, c, events)| Record {
+                id: ids.0,
+                worker: ids.1,
+                warmup: ids.2 || ids.3,
+                warmup_by: crate::record::WarmupBy {
+                    count: ids.2,
+                    duration: ids.3,
+                },
+                outcome: Outcome::ALL[kinds.0],
+                status: kinds.1,
+                intended_ns: kinds.2,
+                sent_ns: st[0],
+                head_ns: st[1],
+                first_token_ns: st[2],
+                first_output_ns: st[3],
+                last_token_ns: st[4],
+                done_ns: st[5],
+                input_tokens: c.0,
+                output_tokens: c.1,
+                output_source: [OslSource::Usage, OslSource::Tokenizer, OslSource::Events][kinds.3],
+                usage_prompt_tokens: us[0],
+                usage_completion_tokens: us[1],
+                cached_tokens: us[2],
+                reads: c.2,
+                bytes: c.3,
+                events_dropped: c.4,
+                events,
+                text: vec![],
+            })
+    }
+
+    proptest! {
+        /// The hand-written line and `Record`'s serde form are the same JSON, and reading the
+        /// line back gives the record: one schema, written fast.
+        #[test]
+        fn the_fast_writer_writes_the_serde_schema(r in arb_record()) {
+            let mut buf = Vec::new();
+            format_line(&mut buf, &r);
+            let written: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+            prop_assert_eq!(&written, &serde_json::to_value(&r).unwrap());
+            let mut back = Record::default();
+            parse_line(std::str::from_utf8(&buf).unwrap(), &mut back).unwrap();
+            prop_assert_eq!(back, r);
+        }
+    }
+
+    #[test]
+    fn every_outcome_is_written_and_read_by_its_name() {
+        for o in Outcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.name());
+        }
+        let mut rec = Record::default();
+        let e = parse_line(r#"{"id":1,"outcome":"vibes"}"#, &mut rec).unwrap_err();
+        assert!(e.contains("vibes") || e.contains("missing"), "{e}");
     }
 }

@@ -6,10 +6,12 @@
 
 pub mod jsonl;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a scheduled request ended. Exactly one per record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Complete response, 2xx, stream ended normally.
@@ -40,11 +42,28 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [Outcome; 12] = [
+        Outcome::Ok,
+        Outcome::NotSent,
+        Outcome::Cancelled,
+        Outcome::Connect,
+        Outcome::Timeout,
+        Outcome::HttpStatus,
+        Outcome::ResetBeforeHead,
+        Outcome::ResetMidStream,
+        Outcome::Malformed,
+        Outcome::ErrorEvent,
+        Outcome::Oversized,
+        Outcome::Io,
+    ];
+
     /// Was the request handed to the kernel? (`sent = ok + failed + cancelled`)
     pub fn was_sent(self) -> bool {
         self != Outcome::NotSent
     }
 
+    /// Counted in `failed`: every outcome but ok, not sent and cancelled.
     pub fn is_failure(self) -> bool {
         !matches!(self, Outcome::Ok | Outcome::NotSent | Outcome::Cancelled)
     }
@@ -57,6 +76,8 @@ impl Outcome {
         }
     }
 
+    /// The `requests.jsonl` name (`ok`, `reset_mid_stream`, …); `http_status` for every non-2xx
+    /// status.
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -76,7 +97,7 @@ impl Outcome {
 }
 
 /// Where a request's output token count (OSL) came from, best first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OslSource {
     /// `usage.completion_tokens` reported by the server.
@@ -88,9 +109,20 @@ pub enum OslSource {
     Events,
 }
 
+impl OslSource {
+    /// The `requests.jsonl` name (`usage`, `tokenizer`, `events`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OslSource::Usage => "usage",
+            OslSource::Tokenizer => "tokenizer",
+            OslSource::Events => "events",
+        }
+    }
+}
+
 /// Which warm-up rules a request fell under; both can hold at once, and `Record::warmup` is
 /// their union.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WarmupBy {
     /// Among the first `--warmup-requests` arrivals (by id).
     pub count: bool,
@@ -99,6 +131,7 @@ pub struct WarmupBy {
 }
 
 impl WarmupBy {
+    /// Either rule holds: the request is warm-up.
     pub fn any(self) -> bool {
         self.count || self.duration
     }
@@ -113,6 +146,7 @@ impl WarmupBy {
         }
     }
 
+    /// The inverse of `name`: no name is a measured request; an unknown name gives `None`.
     pub fn from_name(name: Option<&str>) -> Option<Self> {
         let (count, duration) = match name {
             None => (false, false),
@@ -126,80 +160,171 @@ impl WarmupBy {
 }
 
 /// One SSE event of a streamed response (or the body of a non-streamed one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EventStamp {
     /// Run-clock stamp of the read that completed this event. Events completed by the same
     /// read share it.
     pub at_ns: u64,
     /// The simulator's stamp of the write that carried this event, on the run clock; `None`
     /// for servers that do not stamp.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_ns: Option<u64>,
     /// Generated tokens this event carries (0 for role-only, empty, usage and `[DONE]`).
     pub tokens: u32,
     /// The event carried reasoning text (`reasoning`, `reasoning_content`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reasoning: bool,
     /// The event carried non-reasoning output text (`content`, `text`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub output: bool,
     /// Bytes of `Record::text` this event carried (only when the run has a tokenizer).
-    #[serde(skip)]
     pub text_bytes: u32,
     /// Tokens the client tokenizer says this event completed (0 without a tokenizer).
-    #[serde(skip_serializing_if = "is_zero")]
     pub text_tokens: u32,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
 impl EventStamp {
+    /// `flags` bit: the event carried output text.
+    pub const FLAG_OUTPUT: u8 = 1;
+    /// `flags` bit: the event carried reasoning text.
+    pub const FLAG_REASONING: u8 = 2;
+
+    /// The event carries at least one generated token.
     pub fn carries_token(&self) -> bool {
         self.tokens > 0
     }
+
+    /// The `flags` bit set `requests.jsonl` writes.
+    pub fn flags(&self) -> u8 {
+        (if self.output { Self::FLAG_OUTPUT } else { 0 })
+            | if self.reasoning {
+                Self::FLAG_REASONING
+            } else {
+                0
+            }
+    }
 }
 
-/// Everything measured about one scheduled request.
-#[derive(Clone, Debug, Default, Serialize)]
+/// `requests.jsonl` writes an event as `[at_ns, tokens, server_ns_or_null, flags]`, with a
+/// fifth element `text_tokens` when the client tokenizer credited it (see `jsonl`).
+impl Serialize for EventStamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let long = self.text_tokens > 0;
+        let mut t = s.serialize_tuple(if long { 5 } else { 4 })?;
+        t.serialize_element(&self.at_ns)?;
+        t.serialize_element(&self.tokens)?;
+        t.serialize_element(&self.server_ns)?;
+        t.serialize_element(&self.flags())?;
+        if long {
+            t.serialize_element(&self.text_tokens)?;
+        }
+        t.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for EventStamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EventStamp;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("[at_ns, tokens, server_ns, flags] or with text_tokens fifth")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<EventStamp, A::Error> {
+                let missing = |i| serde::de::Error::invalid_length(i, &self);
+                let at_ns = a.next_element()?.ok_or_else(|| missing(0))?;
+                let tokens = a.next_element()?.ok_or_else(|| missing(1))?;
+                let server_ns = a.next_element()?.ok_or_else(|| missing(2))?;
+                let flags: u8 = a.next_element()?.ok_or_else(|| missing(3))?;
+                let text_tokens = a.next_element()?.unwrap_or(0);
+                if a.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::invalid_length(6, &self));
+                }
+                Ok(EventStamp {
+                    at_ns,
+                    server_ns,
+                    tokens,
+                    reasoning: flags & EventStamp::FLAG_REASONING != 0,
+                    output: flags & EventStamp::FLAG_OUTPUT != 0,
+                    text_bytes: 0,
+                    text_tokens,
+                })
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// `requests.jsonl` writes `warmup_by` as its name (`count`, `duration`, `both`) or `null`.
+impl Serialize for WarmupBy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.name().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for WarmupBy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = Option::<String>::deserialize(d)?;
+        WarmupBy::from_name(name.as_deref()).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown warmup_by `{}`", name.unwrap_or_default()))
+        })
+    }
+}
+
+/// Everything measured about one scheduled request. Its serde form is exactly one line of
+/// `requests.jsonl` (see `jsonl` for the format and the allocation-free writer).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Arrival index in the global schedule (closed loop: claim order).
     pub id: u64,
+    /// Index of the worker that ran it.
     pub worker: u16,
     /// Excluded from every figure (by `--warmup-requests` or `--warmup-duration`).
     pub warmup: bool,
+    /// How it ended.
     pub outcome: Outcome,
     /// HTTP status of the response head, 0 when none arrived.
     pub status: u16,
+    /// When the schedule meant it to be sent (closed loop: when its user became free).
     pub intended_ns: u64,
+    /// Just before the request was written (the retry's, when a kept-alive connection was found
+    /// closed); `None`: never written.
     pub sent_ns: Option<u64>,
+    /// The read that completed the response head.
     pub head_ns: Option<u64>,
+    /// The first token-bearing event (streamed responses only).
     pub first_token_ns: Option<u64>,
+    /// The first event with non-reasoning output text (streamed responses only).
     pub first_output_ns: Option<u64>,
+    /// The last token-bearing event (streamed responses only).
     pub last_token_ns: Option<u64>,
+    /// The response ended, or the request failed or was abandoned.
     pub done_ns: Option<u64>,
     /// Prompt tokens as the client counts them (known before the run).
     pub input_tokens: u32,
     /// The resolved OSL and where it came from.
     pub output_tokens: u32,
+    /// Where `output_tokens` came from.
     pub output_source: OslSource,
     /// What the server's `usage` said, kept beside the client's figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_prompt_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `usage.completion_tokens`, when the server sent it.
     pub usage_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `usage.prompt_tokens_details.cached_tokens`, when the server sent it.
     pub cached_tokens: Option<u32>,
     /// Socket reads and bytes that made up the response.
     pub reads: u32,
+    /// Bytes those reads returned.
     pub bytes: u64,
     /// Events beyond the per-record bound: counted, not stored.
     pub events_dropped: u32,
+    /// Why `warmup` is set (both rules may apply); all false for a measured request. Logs
+    /// written before it existed lack it: then `warmup` alone is known.
+    #[serde(default)]
+    pub warmup_by: WarmupBy,
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
-    /// Why `warmup` is set (both rules may apply); all false for a measured request.
-    pub warmup_by: WarmupBy,
     /// The generated text, unescaped, event after event (`EventStamp::text_bytes` each), kept
     /// only when the run has a tokenizer. The collector counts its tokens and drops it; it
     /// is never logged.
@@ -211,39 +336,49 @@ pub struct Record {
 /// steady state allocates nothing per request (the text is non-empty only with a tokenizer).
 #[derive(Debug, Default)]
 pub struct Spare {
+    /// The event vector, emptied, its capacity kept.
     pub events: Vec<EventStamp>,
+    /// The text buffer, emptied, its capacity kept.
     pub text: Vec<u8>,
 }
 
 impl Record {
+    /// The events that carry at least one generated token.
     pub fn token_events(&self) -> impl Iterator<Item = &EventStamp> {
         self.events.iter().filter(|e| e.carries_token())
     }
 
+    /// TTFT: first token-bearing event − send; `None` when either is missing.
     pub fn ttft_ns(&self) -> Option<u64> {
         Some(self.first_token_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// TTFO: first non-reasoning output event − send; `None` when either is missing.
     pub fn ttfo_ns(&self) -> Option<u64> {
         Some(self.first_output_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// TTFB: response head − send; `None` when either is missing.
     pub fn ttfb_ns(&self) -> Option<u64> {
         Some(self.head_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// E2E: done − send; `None` when either is missing.
     pub fn e2e_ns(&self) -> Option<u64> {
         Some(self.done_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// First token-bearing event − intended send time (queueing included); `None` without a token.
     pub fn ttft_from_intent_ns(&self) -> Option<u64> {
         Some(self.first_token_ns?.saturating_sub(self.intended_ns))
     }
 
+    /// Done − intended send time (queueing included); `None` when not done.
     pub fn e2e_from_intent_ns(&self) -> Option<u64> {
         Some(self.done_ns?.saturating_sub(self.intended_ns))
     }
 
+    /// Scheduling lag: send − intended send time; `None` when never sent.
     pub fn sched_lag_ns(&self) -> Option<u64> {
         Some(self.sent_ns?.saturating_sub(self.intended_ns))
     }

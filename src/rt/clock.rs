@@ -40,11 +40,6 @@ impl RunClock {
         }
     }
 
-    /// A clock whose origin is a given absolute monotonic stamp (tests, shards).
-    pub fn with_origin(origin_mono_ns: u64) -> Self {
-        Self { origin_mono_ns }
-    }
-
     #[inline]
     pub fn now_ns(&self) -> u64 {
         mono_ns().saturating_sub(self.origin_mono_ns)
@@ -52,12 +47,6 @@ impl RunClock {
 
     pub fn origin_mono_ns(&self) -> u64 {
         self.origin_mono_ns
-    }
-
-    /// Converts an absolute monotonic stamp (the simulator's) to this run's time line.
-    #[inline]
-    pub fn from_mono(&self, mono_ns: u64) -> i64 {
-        mono_ns as i64 - self.origin_mono_ns as i64
     }
 }
 
@@ -72,7 +61,6 @@ mod tests {
         let b = clock.now_ns();
         assert!(a < 10_000_000, "origin should be moments ago, got {a} ns");
         assert!(b >= a);
-        assert_eq!(clock.from_mono(clock.origin_mono_ns() + 5), 5);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The worker's runtime: monoio on io_uring set up with `SINGLE_ISSUER | DEFER_TASKRUN` (the
+//! Part of the runtime underneath client and simulator: the one way a thread gets its monoio
+//! runtime — io_uring set up with `SINGLE_ISSUER | DEFER_TASKRUN` (the
 //! default ring setup cost 40–70% more per wake-up than epoll on this kernel; these flags
 //! bring it level), falling back to epoll where io_uring is refused (container seccomp
 //! profiles, `io_uring_disabled`). The driver actually used is returned so the summary says it.
@@ -13,6 +14,7 @@
 
 use crate::plan::IoDriver;
 use std::future::Future;
+use std::io;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverUsed {
@@ -42,60 +44,75 @@ pub fn current() -> Option<DriverUsed> {
 /// Ring entries: enough submissions for thousands of in-flight reads per worker.
 const RING_ENTRIES: u32 = 4096;
 
-fn uring_builder(polls: bool) -> io_uring::Builder {
+/// A runtime of either driver.
+pub type Runtime = monoio::FusionRuntime<
+    monoio::time::TimeDriver<monoio::IoUringDriver>,
+    monoio::time::TimeDriver<monoio::LegacyDriver>,
+>;
+
+/// How the thread waits, which decides the io_uring setup (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// The thread sleeps between its events: `DEFER_TASKRUN`.
+    Sleeping,
+    /// The thread polls (spins through the driver): `COOP_TASKRUN | TASKRUN_FLAG`.
+    Polling,
+}
+
+fn uring_builder(ring: Ring) -> io_uring::Builder {
     let mut b = io_uring::IoUring::builder();
     b.setup_single_issuer();
-    if polls {
-        b.setup_coop_taskrun().setup_taskrun_flag();
-    } else {
-        b.setup_defer_taskrun();
-    }
+    match ring {
+        Ring::Polling => b.setup_coop_taskrun().setup_taskrun_flag(),
+        Ring::Sleeping => b.setup_defer_taskrun(),
+    };
     b
 }
 
-/// Runs `make()`'s future to completion on a fresh runtime of the asked driver.
-/// With `Uring` the caller asked for io_uring explicitly; if the kernel refuses it, that is a
-/// hard error (panics the worker with the reason) rather than a silent change of driver.
-pub fn block_on<F, Fut>(driver: IoDriver, make: F) -> (DriverUsed, Fut::Output)
-where
-    F: FnOnce() -> Fut,
-    Fut: Future,
-{
-    block_on_polling(driver, false, make)
-}
-
-/// `block_on` for a worker that polls (`polls`) or sleeps between its sends.
-pub fn block_on_polling<F, Fut>(driver: IoDriver, polls: bool, make: F) -> (DriverUsed, Fut::Output)
-where
-    F: FnOnce() -> Fut,
-    Fut: Future,
-{
+/// A runtime of the asked driver for this thread: io_uring with the tuned setup, or epoll
+/// (`Epoll`, or `Auto` where the kernel refuses io_uring). With `Uring` a refusal is an
+/// error naming the flag, never a silent change of driver. The same for client and simulator.
+pub fn build(driver: IoDriver, ring: Ring) -> io::Result<(Runtime, DriverUsed)> {
     if driver != IoDriver::Epoll {
         let rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
             .with_entries(RING_ENTRIES)
-            .uring_builder(uring_builder(polls))
+            .uring_builder(uring_builder(ring))
             .enable_timer()
             .build();
         match rt {
-            Ok(mut rt) => {
-                CURRENT.with(|c| c.set(Some(DriverUsed::IoUring)));
-                return (DriverUsed::IoUring, rt.block_on(make()));
-            }
+            Ok(rt) => return Ok((rt.into(), DriverUsed::IoUring)),
             Err(e) if driver == IoDriver::Uring => {
-                panic!("--io-driver uring: io_uring setup refused by the kernel: {e}")
+                let why = format!("--io-driver uring: io_uring setup refused by the kernel: {e}");
+                return Err(io::Error::new(e.kind(), why));
             }
             Err(_) => {}
         }
     }
-    let mut rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+    let rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
         .enable_timer()
-        .build()
-        .expect("an epoll runtime can always be built");
-    CURRENT.with(|c| c.set(Some(DriverUsed::Epoll)));
-    (DriverUsed::Epoll, rt.block_on(make()))
+        .build()?;
+    Ok((rt.into(), DriverUsed::Epoll))
+}
+
+/// Runs `make()`'s future to completion on a fresh runtime of the asked driver (`build`), and
+/// says which driver ran it.
+pub fn block_on<F, Fut>(
+    driver: IoDriver,
+    ring: Ring,
+    make: F,
+) -> io::Result<(DriverUsed, Fut::Output)>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future,
+{
+    let (mut rt, used) = build(driver, ring)?;
+    CURRENT.with(|c| c.set(Some(used)));
+    let out = rt.block_on(make());
+    CURRENT.with(|c| c.set(None));
+    Ok((used, out))
 }
 
 /// Whether io_uring with our flags can be set up here (tests skip io_uring cases otherwise).
 pub fn uring_available() -> bool {
-    uring_builder(false).build(8).is_ok()
+    uring_builder(Ring::Sleeping).build(8).is_ok()
 }

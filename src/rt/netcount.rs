@@ -11,7 +11,7 @@
 //! are reported as what the host did during the run, and only the backlog drops on the
 //! client's own CPUs make the run invalid.
 
-use serde::{Deserialize, Serialize};
+use crate::summary::NetDelta;
 
 /// One reading of the counters; `None` fields were not readable here (not Linux, no /proc).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,19 +29,6 @@ pub struct TcpCounters {
     pub timeouts: u64,
     pub loss_probes: u64,
     pub listen_drops: u64,
-}
-
-/// What changed during a run, as the summary reports it (`overhead.kernel_net`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetDelta {
-    /// Backlog drops on the CPUs the workers ran on.
-    pub backlog_drops_client_cpus: Option<u64>,
-    /// Backlog drops on every CPU of the host.
-    pub backlog_drops_all_cpus: Option<u64>,
-    pub tcp_retransmitted_segments: Option<u64>,
-    pub tcp_retransmit_timeouts: Option<u64>,
-    pub tcp_loss_probes: Option<u64>,
-    pub tcp_listen_drops: Option<u64>,
 }
 
 impl NetCounters {

@@ -24,22 +24,31 @@ pub struct EndpointLock {
     path: PathBuf,
 }
 
+/// Why the endpoint's lock was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// Another process holds it.
     #[error(
         "another ringbench (pid {pid}, started {started_at}) is benchmarking {endpoint} on \
          this host; two runs corrupt each other's figures. Wait for it, or pass \
          --allow-concurrent (lock file {path})"
     )]
     Held {
+        /// The holder's pid, as its lock file says (`unknown` when unreadable).
         pid: String,
+        /// When the holder started, RFC 3339 (`unknown` when unreadable).
         started_at: String,
+        /// The endpoint both want.
         endpoint: String,
+        /// The lock file.
         path: String,
     },
+    /// The lock file could not be created, opened, locked or written.
     #[error("cannot take the endpoint lock {path}: {source} (or pass --allow-concurrent)")]
     Io {
+        /// The lock file.
         path: String,
+        /// The error.
         source: std::io::Error,
     },
 }
@@ -104,6 +113,7 @@ fn held_by(file: &mut File, endpoint: &str, path: &std::path::Path) -> LockError
 }
 
 impl EndpointLock {
+    /// The lock file.
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }

@@ -17,7 +17,6 @@ use monoio::buf::IoBufMut;
 use monoio::net::TcpStream;
 
 use super::fault::FaultDraw;
-use super::fdwait::{fire_now, Timer};
 use super::format::{self, Api, Reply, Status};
 use super::request::{self, Head, HeadError, Job, Route};
 use super::stats::{bump, ThreadStats};
@@ -25,6 +24,7 @@ use super::tls_stream::SimStream;
 use super::truth::TruthBoard;
 use super::Settings;
 use crate::rt::clock::mono_ns;
+use crate::rt::timer::{fire_now, Timer};
 
 mod faulty;
 
@@ -79,6 +79,16 @@ impl Shared {
                 fire_now(timer);
             }
         }
+    }
+}
+
+/// Deadlines closer than this are met by a short busy wait instead of a kernel timer: a
+/// timer wake-up costs more than this and would land later.
+const SPIN_NS: u64 = 10_000;
+
+fn spin_until(deadline_ns: u64) {
+    while mono_ns() < deadline_ns {
+        std::hint::spin_loop();
     }
 }
 
@@ -402,6 +412,10 @@ impl Conn {
                 return Err(ConnEnd::Stopped);
             }
             if mono_ns() >= deadline_ns {
+                return Ok(());
+            }
+            if deadline_ns - mono_ns() <= SPIN_NS {
+                spin_until(deadline_ns);
                 return Ok(());
             }
             self.timer()?.sleep_until(deadline_ns).await?;

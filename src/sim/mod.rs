@@ -24,7 +24,7 @@
 //! readiness wait, with the thread's timer slack cut to 1 ns; deadlines under 10 µs away
 //! are met by a short spin. No spinning otherwise, so io_uring can keep its cheaper
 //! `SINGLE_ISSUER | DEFER_TASKRUN` setup (a yield-spin would not reap completions under
-//! `DEFER_TASKRUN`), and waiting costs no CPU. See `fdwait.rs`. Measured here (2 shared
+//! `DEFER_TASKRUN`), and waiting costs no CPU. See `rt::timer`. Measured here (2 shared
 //! vCPUs): monoio `sleep_until` on absolute deadlines woke p50 0.8 ms / p90 1.8 ms late; the
 //! timerfd p50 50 µs / p90 61 µs late, the floor of this VM (a 1 ns-slack `nanosleep` is
 //! 45 µs late). Seen by a client with ttft 50 ms, itl 10 ms: TTFT p50 50.15 ms, gap p50
@@ -36,7 +36,6 @@
 
 mod conn;
 pub mod fault;
-mod fdwait;
 mod format;
 mod load_model;
 mod request;
@@ -52,40 +51,32 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
+pub use crate::http::tls::server_config as tls_config;
 pub use stats::SimStats;
 pub use truth::TruthSummary;
 
+use crate::plan::sim::{FaultConfig, SimSettings};
 use crate::plan::IoDriver;
-use fdwait::StopBell;
-use server::{DriverUsed, ThreadSetup};
+use crate::rt::driver::DriverUsed;
+use crate::rt::timer::Bell;
+use server::ThreadSetup;
 use stats::ThreadStats;
 use truth::TruthBoard;
 
-/// How the simulator serves.
+/// Where and how the simulator listens; what it answers is `settings`, the one settings type
+/// (`plan::SimSettings`) that `ringbench sim`, `run --sim-*` and `calibrate` all fill.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
+    /// Address to listen on (`127.0.0.1` by default).
     pub host: String,
     /// 0 picks a free port, shared by every thread.
     pub port: u16,
-    /// One listener thread per entry, pinned to that CPU; empty means one unpinned thread.
-    pub cpus: Vec<usize>,
-    /// Delay from request arrival to the first token.
-    pub ttft_ms: f64,
-    /// Delay between events after the first (one event per `itl_ms`, whatever
-    /// `tokens_per_chunk` is).
-    pub itl_ms: f64,
-    /// Tokens carried by one content event (≥ 1).
-    pub tokens_per_chunk: u32,
-    /// Served by `/v1/models` and echoed when a request names none.
-    pub model: String,
+    /// The listener threads' I/O driver.
     pub io_driver: IoDriver,
-    /// Injected faults (`--fault KIND:PROB`), none by default.
-    pub faults: fault::FaultConfig,
-    /// Load model (off at 0): extra ms of TTFT and of ITL per other request in flight.
-    pub ttft_per_inflight_ms: f64,
-    pub itl_per_inflight_ms: f64,
     /// Serve TLS with this config (`--tls-cert/--tls-key`; see `crate::http::tls::server_config`).
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<crate::http::tls::ServerConfig>>,
+    /// How it answers: delays, faults, load model, model name, CPUs.
+    pub settings: SimSettings,
 }
 
 impl Default for SimConfig {
@@ -93,16 +84,9 @@ impl Default for SimConfig {
         Self {
             host: "127.0.0.1".into(),
             port: 0,
-            cpus: vec![],
-            ttft_ms: 0.0,
-            itl_ms: 0.0,
-            tokens_per_chunk: 1,
-            model: "ringbench-sim".into(),
             io_driver: IoDriver::Auto,
-            faults: fault::FaultConfig::default(),
-            ttft_per_inflight_ms: 0.0,
-            itl_per_inflight_ms: 0.0,
             tls: None,
+            settings: SimSettings::default(),
         }
     }
 }
@@ -114,42 +98,26 @@ pub(crate) struct Settings {
     pub itl_ns: u64,
     pub tokens_per_chunk: u32,
     pub model: String,
-    pub faults: fault::FaultConfig,
+    pub faults: FaultConfig,
     pub load: load_model::LoadModel,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<crate::http::tls::ServerConfig>>,
 }
 
 impl Settings {
     fn from_config(cfg: &SimConfig) -> io::Result<Self> {
+        let s = &cfg.settings;
+        s.validate("--").map_err(invalid)?;
+        let ns = |ms: f64| (ms * 1e6).round() as u64;
         Ok(Self {
-            ttft_ns: ms_to_ns("ttft_ms", cfg.ttft_ms)?,
-            itl_ns: ms_to_ns("itl_ms", cfg.itl_ms)?,
-            tokens_per_chunk: match cfg.tokens_per_chunk {
-                0 => return Err(invalid("tokens_per_chunk must be at least 1".into())),
-                n => n,
-            },
-            model: cfg.model.clone(),
-            faults: {
-                fault::check_faults(&cfg.faults.faults).map_err(invalid)?;
-                cfg.faults.clone()
-            },
-            load: load_model::LoadModel::new(
-                ms_to_ns("ttft_per_inflight_ms", cfg.ttft_per_inflight_ms)?,
-                ms_to_ns("itl_per_inflight_ms", cfg.itl_per_inflight_ms)?,
-            ),
+            ttft_ns: ns(s.ttft_ms),
+            itl_ns: ns(s.itl_ms),
+            tokens_per_chunk: s.tokens_per_chunk,
+            model: s.model.clone(),
+            faults: s.faults.clone(),
+            load: load_model::LoadModel::new(ns(s.ttft_per_inflight_ms), ns(s.itl_per_inflight_ms)),
             tls: cfg.tls.clone(),
         })
     }
-}
-
-fn ms_to_ns(name: &str, ms: f64) -> io::Result<u64> {
-    // One hour bounds every deadline far below u64 overflow, whatever max_tokens is.
-    if !(0.0..=3_600_000.0).contains(&ms) {
-        return Err(invalid(format!(
-            "{name} must be between 0 and 3600000, got {ms}"
-        )));
-    }
-    Ok((ms * 1e6).round() as u64)
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -166,7 +134,7 @@ pub struct SimHandle {
 struct ThreadHandle {
     join: JoinHandle<()>,
     stats: Arc<ThreadStats>,
-    bell: StopBell,
+    bell: Bell,
     driver: DriverUsed,
 }
 
@@ -177,9 +145,9 @@ pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| invalid(format!("{} resolves to no address", cfg.host)))?;
-    let cpus: Vec<Option<usize>> = match cfg.cpus.is_empty() {
+    let cpus: Vec<Option<usize>> = match cfg.settings.cpus.is_empty() {
         true => vec![None],
-        false => cfg.cpus.iter().copied().map(Some).collect(),
+        false => cfg.settings.cpus.iter().copied().map(Some).collect(),
     };
     let mut handle = SimHandle {
         addr,
@@ -214,7 +182,7 @@ fn spawn_thread(
     stats: Arc<ThreadStats>,
     board: &Arc<TruthBoard>,
 ) -> io::Result<(ThreadHandle, SocketAddr)> {
-    let (bell, seed) = StopBell::new()?;
+    let (bell, seed) = Bell::new()?;
     let (ready, ready_rx) = mpsc::channel();
     let setup = ThreadSetup {
         index,

@@ -12,37 +12,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use monoio::net::{ListenerOpts, TcpListener, TcpStream};
-use monoio::time::TimeDriver;
-use monoio::{FusionRuntime, IoUringDriver, LegacyDriver, RuntimeBuilder};
 
 use super::conn::{self, Shared};
-use super::fdwait::{tighten_timer_slack, StopWait, StopWaitSeed};
 use super::stats::{bump, ThreadStats};
 use super::truth::TruthBoard;
 use super::Settings;
 use crate::plan::IoDriver;
 use crate::rt::clock::thread_cpu_ns;
-
-type Runtime = FusionRuntime<TimeDriver<IoUringDriver>, TimeDriver<LegacyDriver>>;
+use crate::rt::driver::{DriverUsed, Ring};
+use crate::rt::timer::{lower_timer_slack, BellSeed, BellWait};
 
 /// How long stop waits for a thread's connections to notice and end.
 const DRAIN_LIMIT: Duration = Duration::from_millis(500);
-
-/// The I/O driver a thread ended up on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DriverUsed {
-    Uring,
-    Epoll,
-}
-
-impl DriverUsed {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            DriverUsed::Uring => "uring",
-            DriverUsed::Epoll => "epoll",
-        }
-    }
-}
 
 /// Everything a listener thread starts from.
 pub(crate) struct ThreadSetup {
@@ -51,7 +32,7 @@ pub(crate) struct ThreadSetup {
     pub cpu: Option<usize>,
     pub addr: SocketAddr,
     pub driver: IoDriver,
-    pub stop: StopWaitSeed,
+    pub stop: BellSeed,
     pub stats: Arc<ThreadStats>,
     pub ready: mpsc::Sender<io::Result<(SocketAddr, DriverUsed)>>,
     /// Every thread's truth histograms, for `GET /sim/truth`.
@@ -67,8 +48,8 @@ pub(crate) fn run_thread(setup: ThreadSetup) {
             return;
         }
     }
-    tighten_timer_slack();
-    let (mut rt, used) = match build_runtime(setup.driver) {
+    lower_timer_slack();
+    let (mut rt, used) = match crate::rt::driver::build(setup.driver, Ring::Sleeping) {
         Ok(built) => built,
         Err(e) => {
             let _ = setup.ready.send(Err(e));
@@ -82,40 +63,13 @@ pub(crate) fn run_thread(setup: ThreadSetup) {
         .store(thread_cpu_ns(), std::sync::atomic::Ordering::Relaxed);
 }
 
-/// io_uring with `SINGLE_ISSUER | DEFER_TASKRUN` first (level with epoll per wake-up here;
-/// safe because nothing on these threads spins), then the default ring, then epoll (Auto).
-fn build_runtime(driver: IoDriver) -> io::Result<(Runtime, DriverUsed)> {
-    if driver == IoDriver::Epoll {
-        return build_epoll();
-    }
-    let mut tuned = io_uring::IoUring::builder();
-    tuned.setup_single_issuer().setup_defer_taskrun();
-    let uring = build_uring(tuned).or_else(|_| build_uring(io_uring::IoUring::builder()));
-    match (uring, driver) {
-        (Ok(rt), _) => Ok((rt, DriverUsed::Uring)),
-        (Err(_), IoDriver::Auto) => build_epoll(),
-        (Err(e), _) => Err(io::Error::new(e.kind(), format!("io_uring refused: {e}"))),
-    }
-}
-
-fn build_uring(urb: io_uring::Builder) -> io::Result<Runtime> {
-    let rt = RuntimeBuilder::<IoUringDriver>::new()
-        .enable_timer()
-        .uring_builder(urb)
-        .build()?;
-    Ok(rt.into())
-}
-
-fn build_epoll() -> io::Result<(Runtime, DriverUsed)> {
-    let rt = RuntimeBuilder::<LegacyDriver>::new()
-        .enable_timer()
-        .build()?;
-    Ok((rt.into(), DriverUsed::Epoll))
-}
-
 async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
     let opts = ListenerOpts::new().reuse_port(true).backlog(4096);
+    // Everything that can fail happens before the thread says it is ready, so a listener
+    // that could never accept is an error of `start`, not a thread that silently serves
+    // nothing.
     let bound = TcpListener::bind_with_config(setup.addr, &opts).and_then(|listener| {
+        set_nonblocking(&listener, true)?;
         let addr = listener.local_addr()?;
         Ok((listener, addr, setup.stop.into_wait()?))
     });
@@ -137,10 +91,6 @@ async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
         setup.board,
         setup.index,
     ));
-    if let Err(e) = set_nonblocking(&listener, true) {
-        eprintln!("sim: listener: {e}");
-        return;
-    }
     accept_until_stopped(&listener, &stop, &shared, used).await;
     drop(listener);
     drain(&shared).await;
@@ -148,7 +98,7 @@ async fn listen_and_serve(setup: ThreadSetup, used: DriverUsed) {
 
 async fn accept_until_stopped(
     listener: &TcpListener,
-    stop: &StopWait,
+    stop: &BellWait,
     shared: &Rc<Shared>,
     used: DriverUsed,
 ) {
@@ -182,7 +132,7 @@ async fn accept_ready(listener: &TcpListener, used: DriverUsed) -> io::Result<Tc
     use std::os::fd::{AsRawFd, FromRawFd};
     loop {
         let flags = match used {
-            DriverUsed::Uring => libc::SOCK_CLOEXEC,
+            DriverUsed::IoUring => libc::SOCK_CLOEXEC,
             DriverUsed::Epoll => libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
         };
         // SAFETY: accept4 on our listening socket with null address pointers (not wanted).

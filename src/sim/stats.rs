@@ -24,6 +24,7 @@ pub struct SimStats {
     pub events: u64,
     /// Socket writes (one `write_all` each).
     pub writes: u64,
+    /// Bytes those writes carried.
     pub bytes_written: u64,
     /// Request heads or bodies that did not parse (answered 4xx).
     pub parse_errors: u64,

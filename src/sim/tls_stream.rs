@@ -14,6 +14,7 @@ use monoio::BufResult;
 
 pub(crate) enum SimStream {
     Plain(TcpStream),
+    #[cfg(feature = "tls")]
     Tls(Box<monoio_rustls::ServerTlsStream<TcpStream>>, RawFd),
 }
 
@@ -21,20 +22,26 @@ impl SimStream {
     /// Wraps an accepted socket, shaking hands first when the simulator serves TLS.
     pub(crate) async fn accept(
         tcp: TcpStream,
-        tls: Option<&Arc<rustls::ServerConfig>>,
+        tls: Option<&Arc<crate::http::tls::ServerConfig>>,
     ) -> io::Result<Self> {
         let Some(config) = tls else {
             return Ok(SimStream::Plain(tcp));
         };
-        let fd = tcp.as_raw_fd();
-        let acceptor = monoio_rustls::TlsAcceptor::from(config.clone());
-        let stream = acceptor.accept(tcp).await.map_err(io::Error::from)?;
-        Ok(SimStream::Tls(Box::new(stream), fd))
+        #[cfg(not(feature = "tls"))]
+        match **config {}
+        #[cfg(feature = "tls")]
+        {
+            let fd = tcp.as_raw_fd();
+            let acceptor = monoio_rustls::TlsAcceptor::from(config.clone());
+            let stream = acceptor.accept(tcp).await.map_err(io::Error::from)?;
+            Ok(SimStream::Tls(Box::new(stream), fd))
+        }
     }
 
     pub(crate) async fn read<T: IoBufMut>(&mut self, buf: T) -> BufResult<usize, T> {
         match self {
             SimStream::Plain(s) => s.read(buf).await,
+            #[cfg(feature = "tls")]
             SimStream::Tls(s, _) => s.read(buf).await,
         }
     }
@@ -42,6 +49,7 @@ impl SimStream {
     pub(crate) async fn write_all<T: IoBuf>(&mut self, buf: T) -> BufResult<usize, T> {
         match self {
             SimStream::Plain(s) => s.write_all(buf).await,
+            #[cfg(feature = "tls")]
             SimStream::Tls(s, _) => s.write_all(buf).await,
         }
     }
@@ -51,6 +59,7 @@ impl AsRawFd for SimStream {
     fn as_raw_fd(&self) -> RawFd {
         match self {
             SimStream::Plain(s) => s.as_raw_fd(),
+            #[cfg(feature = "tls")]
             SimStream::Tls(_, fd) => *fd,
         }
     }

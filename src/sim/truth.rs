@@ -184,10 +184,15 @@ impl TruthCounts {
 pub struct TruthSummary {
     /// Streams whose first (for TTFT) or last (for E2E) write returned.
     pub count: u64,
+    /// Mean, µs (exact, from the sum).
     pub mean: Option<f64>,
+    /// Median, µs.
     pub p50: Option<f64>,
+    /// 90th percentile, µs.
     pub p90: Option<f64>,
+    /// 99th percentile, µs.
     pub p99: Option<f64>,
+    /// Largest, µs.
     pub max: Option<f64>,
     /// Values under 1 µs counted as 1 µs.
     pub clamped_low: u64,

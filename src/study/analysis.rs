@@ -3,20 +3,14 @@
 //! load curve (throughput and latency together) and the interpolated SLO crossing. Pure
 //! functions over slices; nothing here runs, reads files or prints.
 
-use serde::{Deserialize, Serialize};
-
-/// One figure over a point's repeats: the median and the range it came from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub median: Option<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    /// (max − min) / median: the run-to-run spread as a fraction.
-    pub rel_spread: Option<f64>,
-    pub values: Vec<Option<f64>>,
-}
+use crate::summary::study::Knee;
+use crate::summary::study::KneeFinding;
+use crate::summary::study::KneePart;
+use crate::summary::study::Spread;
 
 impl Spread {
+    /// The spread of one figure's values, one per repeat in run order; `None`s are kept in `values`
+    /// and left out of the rest.
     pub fn of(values: Vec<Option<f64>>) -> Spread {
         let mut xs: Vec<f64> = values.iter().flatten().copied().collect();
         xs.sort_by(f64::total_cmp);
@@ -94,36 +88,6 @@ const THROUGHPUT_METHOD: &str =
     "kneedle on throughput vs load (concave): maximum of normalized throughput minus normalized load";
 const LATENCY_METHOD: &str = "kneedle on e2e p50 vs load (convex, isotonic): maximum of \
 normalized load minus normalized latency";
-
-/// A knee: the point it falls on and the rule that found it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Knee {
-    pub load: f64,
-    pub throughput: f64,
-    /// The latency curve (e2e p50, isotonic) at this point, when it was measured.
-    #[serde(default)]
-    pub latency_ms: Option<f64>,
-    /// Index into the sweep's points (in load order).
-    pub index: usize,
-    pub method: String,
-}
-
-/// One component of the knee: its point, or why there is none.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KneePart {
-    pub knee: Option<Knee>,
-    pub note: Option<String>,
-}
-
-/// The knee of a load curve and both curves' own knees.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KneeFinding {
-    pub knee: Option<Knee>,
-    /// Why there is no combined knee (naming the component that is missing).
-    pub note: Option<String>,
-    pub throughput_knee: KneePart,
-    pub latency_knee: KneePart,
-}
 
 /// One point of the curve: its index among the sweep's points, load, throughput and e2e
 /// p50 (`None` when not measured). Points must be in load order.

@@ -7,7 +7,10 @@
 
 use crate::plan::{Arrival, IoDriver, Load, Plan, SimSettings, Stop};
 use crate::run::{run, RunError};
-use crate::summary::{Stats, Summary};
+use crate::summary::study::CalibratePoint;
+use crate::summary::study::Calibration;
+use crate::summary::study::Floor;
+use crate::summary::Summary;
 use serde::Serialize;
 
 /// What to calibrate.
@@ -15,76 +18,38 @@ use serde::Serialize;
 pub struct CalibrateConfig {
     /// Rates to try, rising; the sweep stops after `failures_to_stop` points in a row fail.
     pub rates: Vec<f64>,
+    /// How long each rate runs, ns (`--duration`).
     pub duration_ns: u64,
+    /// `max_tokens` of every request, at least 1 (`--output-tokens`).
     pub output_tokens: u32,
+    /// Prompt length, tokens (`--input-tokens`).
     pub input_tokens: u32,
+    /// The workers' CPUs, one worker each (`--cpus`).
     pub client_cpus: Vec<usize>,
+    /// The simulator's CPUs (`--sim-cpus`).
     pub sim_cpus: Vec<usize>,
+    /// The I/O driver of the workers and of the simulator (`--io-driver`).
     pub io_driver: IoDriver,
+    /// Scheduling-lag p99 above this marks a rate not held, ms (`--max-lag`).
     pub max_lag_ms: f64,
+    /// Stop after this many rates in a row are not held, at least 1 (`--stop-after`).
     pub failures_to_stop: usize,
+    /// Seeds each run's Poisson arrivals (`--seed`).
     pub seed: u64,
 }
 
 impl CalibrateConfig {
+    /// `rates` when `--rates` is not given, req/s.
     pub const DEFAULT_RATES: [f64; 9] = [
         1_000.0, 2_000.0, 5_000.0, 10_000.0, 15_000.0, 20_000.0, 25_000.0, 30_000.0, 40_000.0,
     ];
 }
 
-/// One rate tried.
-#[derive(Clone, Debug, Serialize)]
-pub struct CalibratePoint {
-    pub target_rate: f64,
-    pub achieved_rate: Option<f64>,
-    pub schedule_rate: Option<f64>,
-    pub sent: u64,
-    pub failed: u64,
-    pub sched_lag_ms: Stats,
-    pub ttft_ms: Stats,
-    pub itl_ms: Stats,
-    pub delivery_delay_ms: Option<Stats>,
-    pub worker_cpu_percent: Option<f64>,
-    pub cpu_ns_per_request: Option<f64>,
-    pub cpu_ns_per_event: Option<f64>,
-    /// As `cpu_ns_per_request`, less the pacer's idle polling.
-    pub busy_cpu_ns_per_request: Option<f64>,
-    pub io_driver: String,
-    pub held: bool,
-    pub why_not: Vec<String>,
-}
-
-/// The client's latency floor, from the lowest rate tried.
-#[derive(Clone, Debug, Serialize)]
-pub struct Floor {
-    pub at_rate: f64,
-    pub ttft_ms: Stats,
-    pub itl_ms: Stats,
-    pub delivery_delay_ms: Option<Stats>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Calibration {
-    pub started_at: String,
-    pub config: CalibrateConfig,
-    pub host_cpu: String,
-    pub kernel: String,
-    pub points: Vec<CalibratePoint>,
-    /// The highest rate held, `None` when even the first failed.
-    pub highest_rate_held: Option<f64>,
-    pub floor: Option<Floor>,
-}
-
 fn plan_for(cfg: &CalibrateConfig, rate: f64) -> Plan {
     let mut p = Plan::defaults();
     p.sim = Some(SimSettings {
-        ttft_ms: 0.0,
-        itl_ms: 0.0,
-        tokens_per_chunk: 1,
         cpus: cfg.sim_cpus.clone(),
-        faults: Default::default(),
-        ttft_per_inflight_ms: 0.0,
-        itl_per_inflight_ms: 0.0,
+        ..SimSettings::default()
     });
     p.load = Load::Open {
         request_rate: rate,
@@ -139,7 +104,7 @@ pub fn calibrate(
     let mut points: Vec<CalibratePoint> = vec![];
     let mut misses_in_a_row = 0;
     for &rate in &cfg.rates {
-        let summary = run(&plan_for(cfg, rate), |_, _| {})?;
+        let summary = run(&plan_for(cfg, rate))?;
         let point = point_of(rate, &summary);
         on_point(&point);
         misses_in_a_row = if point.held { 0 } else { misses_in_a_row + 1 };
@@ -164,7 +129,7 @@ pub fn calibrate(
     let host = crate::summary::Host::detect();
     Ok(Calibration {
         started_at,
-        config: cfg.clone(),
+        config: serde_json::to_value(cfg).unwrap_or_default(),
         host_cpu: cpu_model(),
         kernel: host.kernel,
         points,
@@ -192,7 +157,7 @@ mod tests {
 
     #[test]
     fn calibration_reports_a_held_rate_and_a_floor() {
-        let cpus = crate::cli::online_cpus();
+        let cpus = crate::rt::cpu::online_cpus();
         let cfg = CalibrateConfig {
             rates: vec![200.0, 400.0],
             duration_ns: 500_000_000,

@@ -4,27 +4,43 @@
 //! `--repeats ≥ 2`); for single runs it is left unknown rather than guessed. Reads files;
 //! never prints.
 
-use crate::study::analysis::Spread;
-use crate::study::sweep::Sweep;
+use crate::summary::metric::{role, Metric};
+use crate::summary::study::Row;
+use crate::summary::study::Spread;
+use crate::summary::study::Sweep;
+use crate::summary::study::CURVE_STATS;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Why two results could not be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
+    /// The path holds neither a `summary.json` nor a `sweep.json`.
     #[error("{0}: no summary.json or sweep.json there (give a run's or a sweep's --out folder)")]
     NotFound(PathBuf),
+    /// The file cannot be read, or is not a summary or a sweep this version reads.
     #[error("{path}: {why}")]
-    Bad { path: PathBuf, why: String },
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// One path holds a run, the other a sweep.
     #[error("cannot compare a run with a sweep ({0} vs {1})")]
     Mixed(PathBuf, PathBuf),
 }
 
 /// What a path holds.
 pub enum Loaded {
+    /// A run's `summary.json`, kept as JSON (its figures are read by key path).
     Run(Value),
+    /// A sweep's `sweep.json`.
     Sweep(Box<Sweep>),
 }
 
+/// Reads a run or a sweep: `path` is a folder (its `sweep.json`, else its `summary.json`) or either
+/// file.
 pub fn load(path: &Path) -> Result<Loaded, CompareError> {
     let candidates = if path.is_dir() {
         vec![path.join("sweep.json"), path.join("summary.json")]
@@ -52,20 +68,6 @@ pub fn load(path: &Path) -> Result<Loaded, CompareError> {
     }
 }
 
-/// One figure in both.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub name: String,
-    pub a: Option<f64>,
-    pub b: Option<f64>,
-    /// (b − a) / a.
-    pub change: Option<f64>,
-    /// The larger of the two run-to-run ranges (max − min over repeats), when measured.
-    pub spread: Option<f64>,
-    /// |b − a| > spread; `None` when the spread is unknown.
-    pub significant: Option<bool>,
-}
-
 impl Row {
     fn new(name: String, a: Option<f64>, b: Option<f64>, spread: Option<f64>) -> Row {
         let change = match (a, b) {
@@ -87,21 +89,22 @@ impl Row {
     }
 }
 
-const RUN_FIGURES: [&str; 13] = [
-    "throughput.requests_per_s",
-    "throughput.output_tokens_per_s",
-    "throughput.goodput_requests_per_s",
-    "achieved.concurrency_mean",
-    "latency_ms.ttft.p50",
-    "latency_ms.ttft.p95",
-    "latency_ms.ttft.p99",
-    "latency_ms.itl.p50",
-    "latency_ms.itl.p95",
-    "latency_ms.itl.p99",
-    "latency_ms.e2e.p50",
-    "latency_ms.e2e.p95",
-    "latency_ms.e2e.p99",
-];
+/// The figures two runs are compared on: throughput and load, then the curve metrics'
+/// percentiles (`role::CURVE` × `CURVE_STATS`), as `summary.json` paths.
+fn run_figures() -> Vec<String> {
+    let fixed = [
+        "throughput.requests_per_s",
+        "throughput.output_tokens_per_s",
+        "throughput.goodput_requests_per_s",
+        "achieved.concurrency_mean",
+    ];
+    let curve = Metric::with(role::CURVE).flat_map(|m| {
+        CURVE_STATS
+            .iter()
+            .map(move |st| format!("latency_ms.{}.{st}", m.key()))
+    });
+    fixed.iter().map(|f| f.to_string()).chain(curve).collect()
+}
 
 fn at(v: &Value, path: &str) -> Option<f64> {
     path.split('.').try_fold(v, |cur, k| cur.get(k))?.as_f64()
@@ -110,9 +113,12 @@ fn at(v: &Value, path: &str) -> Option<f64> {
 /// Rows for two loaded results of the same kind.
 pub fn compare(a: &Loaded, b: &Loaded, names: (&Path, &Path)) -> Result<Vec<Row>, CompareError> {
     match (a, b) {
-        (Loaded::Run(a), Loaded::Run(b)) => Ok(RUN_FIGURES
-            .iter()
-            .map(|f| Row::new(f.to_string(), at(a, f), at(b, f), None))
+        (Loaded::Run(a), Loaded::Run(b)) => Ok(run_figures()
+            .into_iter()
+            .map(|f| {
+                let (va, vb) = (at(a, &f), at(b, &f));
+                Row::new(f, va, vb, None)
+            })
             .collect()),
         (Loaded::Sweep(a), Loaded::Sweep(b)) => Ok(compare_sweeps(a, b)),
         _ => Err(CompareError::Mixed(names.0.into(), names.1.into())),

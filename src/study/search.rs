@@ -8,13 +8,14 @@
 //! in tests); each probe goes to a callback as it finishes. Nothing here prints.
 
 use super::analysis::{interpolate_crossing, isotonic_increasing_weighted};
-use super::slo::SloBound;
-use super::sweep::{Axis, Point};
-use serde::{Deserialize, Serialize};
+use crate::summary::study::{Axis, Point, Probe, SearchResult, SloBound};
 
+/// How a search steps and when it stops (`ringbench search`'s flags).
 #[derive(Clone, Debug)]
 pub struct SearchSpec {
+    /// What the loads are: picked by `--request-rate` or `--concurrency`.
     pub axis: Axis,
+    /// The first load probed: the `--request-rate` or `--concurrency` given.
     pub start: f64,
     /// Step-up factor (> 1).
     pub factor: f64,
@@ -22,7 +23,9 @@ pub struct SearchSpec {
     pub max_load: f64,
     /// Bracket width, as a fraction of its low end, at which to stop (0.05).
     pub tolerance: f64,
+    /// Most probes in all (`--max-iterations`).
     pub max_iterations: u32,
+    /// The bounds a load must meet (`--slo`, at least one).
     pub slos: Vec<SloBound>,
     /// `--allow-invalid`: take an invalid probe's figures as measured. Without it a probe
     /// the client's own overhead made invalid counts as failing: the search never answers
@@ -30,48 +33,26 @@ pub struct SearchSpec {
     pub allow_invalid: bool,
 }
 
-/// One measured load, as the search saw it when it decided the next step.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Probe {
-    pub iteration: u32,
-    pub phase: String,
-    pub load: f64,
-    /// Medians of each SLO's statistic, as measured.
-    pub values_ms: Vec<Option<f64>>,
-    pub pass_raw: bool,
-    /// After isotonic smoothing over every probe so far.
-    pub pass_smoothed: bool,
-    /// The bracket after this probe: highest passing load and lowest failing one.
-    pub bracket: (Option<f64>, Option<f64>),
-    pub throughput_requests_per_s: Option<f64>,
-    pub goodput_requests_per_s: Option<f64>,
-    /// Every repeat's run was valid; when not, the probe counted as failing (unless
-    /// `--allow-invalid`).
-    #[serde(default = "super::sweep::yes")]
-    pub valid: bool,
-    #[serde(default)]
-    pub invalid_reasons: Vec<String>,
-    /// A signal stopped this probe; it decided nothing and the search stopped.
-    #[serde(default)]
-    pub interrupted: bool,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SearchResult {
-    pub axis: Axis,
-    pub slos: Vec<SloBound>,
-    /// The highest probed load that passes (smoothed); `None` when even the lowest failed.
-    pub answer: Option<f64>,
-    /// Where the tightest bound is crossed, linear between the bracket's ends (smoothed).
-    pub crossing: Option<f64>,
-    pub bracket: (Option<f64>, Option<f64>),
-    pub converged: bool,
-    pub stop_reason: String,
-    pub probes: Vec<Probe>,
-    pub points: Vec<Point>,
-    /// A signal stopped the search (the last probe is marked).
-    #[serde(default)]
-    pub interrupted: bool,
+/// The search over real runs: each probe is `sweep::measure_with` at its load from `base`,
+/// with `gap` of idle time between probes. A signal during the gap reaches the next probe's
+/// run at its start: it stops at once and comes back interrupted, which ends the search.
+pub fn search_runs(
+    base: &crate::plan::Plan,
+    points: &super::sweep::PointSpec,
+    spec: &SearchSpec,
+    gap: std::time::Duration,
+    interrupt: &std::sync::atomic::AtomicBool,
+    on_probe: impl FnMut(&Probe),
+) -> Result<SearchResult, super::sweep::SweepError> {
+    let out = base.out_dir.clone();
+    let mut first = true;
+    let measure = |load: f64| {
+        if !std::mem::take(&mut first) {
+            super::sweep::cooldown(gap, interrupt);
+        }
+        super::sweep::measure_with(base, points, out.as_deref(), load, interrupt)
+    };
+    search(spec, measure, on_probe)
 }
 
 /// Runs the search. `measure` runs one load point; `on_probe` sees each probe as it ends.
@@ -316,14 +297,14 @@ fn next_probe(spec: &SearchSpec, fit: &Fit) -> Result<Step, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::study::analysis::Spread;
+    use crate::summary::study::Spread;
 
     /// A point whose only SLO value is `v` ms (no runs behind it).
     fn point(load: f64, v: f64, bound: f64) -> Point {
         Point {
             load,
             pass: v < bound,
-            slos: vec![crate::study::sweep::SloCheck {
+            slos: vec![crate::summary::study::SloCheck {
                 slo: "ttft:p95<x".into(),
                 value_ms: Spread::of(vec![Some(v)]),
                 max_ms: bound,

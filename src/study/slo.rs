@@ -3,46 +3,24 @@
 //! a bound here applies to one statistic of a whole run: any distribution of `latency_ms`,
 //! any percentile (or `mean`, `max`). This module never runs anything and never prints.
 
+use crate::summary::metric::{role, Metric};
+use crate::summary::study::SloBound;
 use crate::summary::{percentile_key, Summary};
-use serde::{Deserialize, Serialize};
-
-/// One bound: `latency_ms.<metric>.<stat>` must stay below `max_ms`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SloBound {
-    /// As the user wrote it.
-    pub text: String,
-    /// A key of `latency_ms`: `ttft`, `itl`, `e2e`, …
-    pub metric: String,
-    /// A key of that stats object: `p95`, `p99_9`, `mean`, `max`.
-    pub stat: String,
-    /// The percentile `stat` names, when it is one (so the runs compute it).
-    pub percentile: Option<f64>,
-    pub max_ms: f64,
-}
-
-/// The distributions a bound may name (the keys of `summary.json`'s `latency_ms`).
-pub const METRICS: [&str; 10] = [
-    "ttft",
-    "ttfo",
-    "ttfb",
-    "tpot",
-    "itl",
-    "e2e",
-    "ntpot",
-    "ttft_from_intent",
-    "e2e_from_intent",
-    "max_stall",
-];
 
 /// `--slo` that cannot be read: the message names the flag and shows the form.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("--slo '{text}': {why} (like --slo ttft:p95<500ms or --slo itl:p99.9<50ms)")]
 pub struct SloError {
+    /// The `--slo` value as given.
     pub text: String,
+    /// What is wrong with it.
     pub why: String,
 }
 
 impl SloBound {
+    /// Reads `METRIC:STAT<BOUND`, like `ttft:p95<500ms`: a metric an SLO may bound (`e2el` is
+    /// `e2e`), `pN`, `mean` or `max`, and a bound in `us`, `ms` (the default) or `s`; `<=` reads as
+    /// `<`.
     pub fn parse(text: &str) -> Result<SloBound, SloError> {
         let bad = |why: String| SloError {
             text: text.to_string(),
@@ -57,10 +35,11 @@ impl SloBound {
         } else {
             metric
         };
-        if !METRICS.contains(&metric.as_str()) {
+        if !Metric::from_key(&metric).is_some_and(|m| m.has(role::SLO)) {
+            let keys: Vec<&str> = Metric::with(role::SLO).map(Metric::key).collect();
             return Err(bad(format!(
                 "unknown metric; use one of {}",
-                METRICS.join(", ")
+                keys.join(", ")
             )));
         }
         let (stat, bound) = rest
@@ -92,6 +71,7 @@ impl SloBound {
             .is_some_and(|keys| keys.iter().any(|k| k.as_str() == Some(&self.stat)))
     }
 
+    /// The value is below `max_ms`; a missing value fails.
     pub fn passes(&self, value_ms: Option<f64>) -> bool {
         value_ms.is_some_and(|v| v < self.max_ms)
     }

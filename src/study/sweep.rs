@@ -4,12 +4,13 @@
 //! numbers out of them. The library never prints: progress and each finished point go to
 //! the caller's callback; `report`/`main` print.
 
-use super::analysis::Spread;
-use super::slo::SloBound;
 use crate::plan::{Load, Plan};
 use crate::run::RunError;
+use crate::summary::metric::{role, Metric};
+use crate::summary::study::{
+    point_dir_name, Analysis, Axis, Point, SloBound, SloCheck, Spread, Sweep, CURVE_STATS,
+};
 use crate::summary::Summary;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -19,30 +20,14 @@ pub const MIN_POINT_REQUESTS: u64 = 200;
 /// Measured requests per point when neither `--request-count` nor `--duration` is given.
 pub const DEFAULT_POINT_REQUESTS: u64 = 300;
 
-/// What a point's load is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Axis {
-    /// Closed loop, virtual users.
-    Concurrency,
-    /// Open loop, requests per second.
-    Rate,
-}
-
-impl Axis {
-    pub fn name(self) -> &'static str {
-        match self {
-            Axis::Concurrency => "concurrency",
-            Axis::Rate => "request_rate",
-        }
-    }
-}
-
 /// What every point shares.
 #[derive(Clone, Debug)]
 pub struct PointSpec {
+    /// What the loads are.
     pub axis: Axis,
+    /// Runs per point (`--repeats`); 0 runs once.
     pub repeats: u32,
+    /// The `--slo` bounds a point must meet.
     pub slos: Vec<SloBound>,
     /// The base run already had a warm-up of its own; otherwise each point gets one.
     pub warmup_given: bool,
@@ -52,53 +37,6 @@ pub struct PointSpec {
     /// search exits 4.
     pub allow_invalid: bool,
 }
-
-/// One load point: every repeat's summary and the figures read from them.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Point {
-    pub load: f64,
-    /// Every SLO bound held by the median of the repeats (false when no SLO was given), and
-    /// the point counts: valid (or `--allow-invalid`) and not interrupted.
-    pub pass: bool,
-    pub slos: Vec<SloCheck>,
-    pub throughput_requests_per_s: Spread,
-    pub output_tokens_per_s: Spread,
-    pub goodput_requests_per_s: Spread,
-    pub achieved_concurrency: Spread,
-    pub achieved_request_rate: Spread,
-    /// `latency_ms.<metric>.<stat>` medians for the plots: ttft, itl, e2e at p50/p95/p99.
-    pub latency_ms: std::collections::BTreeMap<String, Spread>,
-    pub measured_ok: u64,
-    pub warnings: Vec<String>,
-    pub runs: Vec<Summary>,
-    /// Every repeat's run was valid (`overhead.valid`): the client's own overhead did not
-    /// spoil the figures.
-    #[serde(default = "yes")]
-    pub valid: bool,
-    /// Why not, per repeat (`repeat N: reason`).
-    #[serde(default)]
-    pub invalid_reasons: Vec<String>,
-    /// A signal stopped this point's run: its figures cover only part of it.
-    #[serde(default)]
-    pub interrupted: bool,
-}
-
-/// serde's default for `valid` in files written before it existed (points and probes).
-pub(crate) fn yes() -> bool {
-    true
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SloCheck {
-    pub slo: String,
-    pub value_ms: Spread,
-    pub max_ms: f64,
-    pub pass: bool,
-}
-
-/// The distributions the curve plots always carry, whatever the SLOs are.
-pub const CURVE_METRICS: [&str; 3] = ["ttft", "itl", "e2e"];
-pub const CURVE_STATS: [&str; 3] = ["p50", "p95", "p99"];
 
 impl Point {
     /// Reads a point's figures out of its repeats' summaries.
@@ -118,7 +56,7 @@ impl Point {
             })
             .collect();
         let mut latency_ms = std::collections::BTreeMap::new();
-        for m in CURVE_METRICS {
+        for m in Metric::with(role::CURVE).map(Metric::key) {
             for st in CURVE_STATS {
                 let v = each(&|s| stat_of(s, m, st));
                 latency_ms.insert(format!("{m}_{st}"), v);
@@ -162,6 +100,8 @@ impl Point {
         (self.valid || allow_invalid) && !self.interrupted
     }
 
+    /// The median value of the `i`-th SLO's statistic, ms; `None` when there is no such SLO or no
+    /// value.
     pub fn slo_value(&self, i: usize) -> Option<f64> {
         self.slos.get(i).and_then(|c| c.value_ms.median)
     }
@@ -263,12 +203,13 @@ fn per_request_slo(b: &SloBound) -> Option<crate::plan::Slo> {
 /// Why a sweep or search stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
+    /// A point's run could not start or finish.
     #[error("load {load}: {source}")]
-    Run { load: f64, source: RunError },
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        source: std::io::Error,
+    Run {
+        /// The point's load.
+        load: f64,
+        /// Why the run failed.
+        source: RunError,
     },
 }
 
@@ -296,7 +237,7 @@ pub fn measure_with(
     for r in 0..spec.repeats.max(1) {
         let dir = out.map(|d| d.join(point_dir_name(spec.axis, load, r)));
         let plan = plan_at(base, spec, load, dir);
-        let s = crate::run::run_with(&plan, interrupt, |_, _| {})
+        let s = crate::run::run_with(&plan, interrupt, &mut ())
             .map_err(|source| SweepError::Run { load, source })?;
         runs.push(s);
         if interrupt.load(Ordering::SeqCst) {
@@ -325,49 +266,6 @@ pub fn cooldown(gap: std::time::Duration, interrupt: &AtomicBool) -> bool {
         }
         std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
     }
-}
-
-pub fn point_dir_name(axis: Axis, load: f64, repeat: u32) -> String {
-    let tag = match axis {
-        Axis::Concurrency => "c",
-        Axis::Rate => "r",
-    };
-    format!("points/{tag}{load}-{}", repeat + 1)
-}
-
-/// A finished sweep: the points in load order and what they say.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Sweep {
-    pub axis: Axis,
-    pub slos: Vec<SloBound>,
-    pub repeats: u32,
-    pub points: Vec<Point>,
-    pub analysis: Analysis,
-    /// A signal stopped the sweep: the last point is marked `interrupted`, later ones were
-    /// never run.
-    #[serde(default)]
-    pub interrupted: bool,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Analysis {
-    /// Where throughput stops growing while latency starts climbing (`super::analysis::knee`).
-    pub knee: Option<super::analysis::Knee>,
-    /// Why there is no knee, when there is none (naming the missing component).
-    pub knee_note: Option<String>,
-    /// Kneedle on throughput vs load alone.
-    #[serde(default)]
-    pub throughput_knee: super::analysis::KneePart,
-    /// Kneedle on e2e p50 vs load alone.
-    #[serde(default)]
-    pub latency_knee: super::analysis::KneePart,
-    /// Highest measured load that passed every SLO.
-    pub highest_pass: Option<f64>,
-    /// Highest load that passes, interpolated between the last pass and the first fail.
-    pub slo_crossing: Option<f64>,
-    /// Which SLO bound the crossing is set by, and how it was computed.
-    pub crossing_note: Option<String>,
-    pub warnings: Vec<String>,
 }
 
 /// Runs every point in load order with `cooldown` between them. `on_point` sees each point

@@ -7,6 +7,12 @@
 //! Units are in the key names (`latency_ms`, `duration_s`, `_per_s`). A figure that cannot be
 //! computed (no samples, zero duration, no SLO given) is `null`, never a made-up 0.
 
+pub mod metric;
+pub mod series;
+pub mod study;
+pub mod workload;
+
+pub use metric::{Latency, Metric};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -17,46 +23,156 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// consumers can rely on the keys of `interface.md`.
 pub const FIXED_PERCENTILES: [f64; 5] = [50.0, 90.0, 95.0, 99.0, 99.9];
 
-/// Exit codes of `interface.md` that a finished run can produce.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_OVERHEAD_INVALID: i32 = 4;
+/// How a command ends, as its process exit status: the one list of exit codes (`interface.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Ran, and every check passed.
+    Ok,
+    /// An error before or during the run (cannot connect, cannot write, …).
+    Error,
+    /// A flag or an input that cannot be used as given.
+    Usage,
+    /// The run finished but a gate failed: an SLO (`sweep`, `search`) or `--max-failed`.
+    Gate,
+    /// The run finished but the client's own overhead made its figures untrustworthy.
+    Invalid,
+    /// The run finished and no measured request succeeded: there is nothing to report.
+    NoneSucceeded,
+    /// A signal stopped it; the figures cover what ran until then.
+    Interrupted,
+}
 
+impl Exit {
+    /// The process exit status.
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Error => 1,
+            Exit::Usage => 2,
+            Exit::Gate => 3,
+            Exit::Invalid => 4,
+            Exit::NoneSucceeded => 5,
+            // 128 + SIGINT, as shells report an interrupted command.
+            Exit::Interrupted => 130,
+        }
+    }
+
+    /// How a sweep or a search ends, in a run's precedence: interrupted; a point's run
+    /// invalid (the client's overhead) and not allowed — before the gate, since an invalid
+    /// point never passes, so its SLO verdict may be the client's doing; the SLO gate failed
+    /// (sweep: SLOs given and no point met them all; search: not even the lowest load
+    /// passes); else ok.
+    pub fn of_study(interrupted: bool, invalid: bool, gate_failed: bool) -> Exit {
+        if interrupted {
+            Exit::Interrupted
+        } else if invalid {
+            Exit::Invalid
+        } else if gate_failed {
+            Exit::Gate
+        } else {
+            Exit::Ok
+        }
+    }
+
+    /// How a finished run ends, first match wins: interrupted; nothing measured succeeded;
+    /// the client's overhead made it invalid (unless `allow_invalid`); more failures than
+    /// `max_failed_percent` of what was sent; else ok.
+    pub fn of_run(facts: &Verdict, interrupted: bool, valid: bool, allow_invalid: bool) -> Exit {
+        if interrupted {
+            Exit::Interrupted
+        } else if facts.none_succeeded {
+            Exit::NoneSucceeded
+        } else if !valid && !allow_invalid {
+            Exit::Invalid
+        } else if facts.gate_failed() {
+            Exit::Gate
+        } else {
+            Exit::Ok
+        }
+    }
+}
+
+/// What a CI job needs to trust a run's exit status: the status itself and why (`verdict`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The exit status of the run as it ended (`Exit::code`, without `--allow-invalid`).
+    pub exit_code: u8,
+    /// Why the status is not 0, first the one that decided it; empty when it is 0.
+    pub reasons: Vec<String>,
+    /// No measured request succeeded (none sent, or every one failed or was cancelled).
+    pub none_succeeded: bool,
+    /// Failed / sent over measured requests, percent (`null` when none was sent).
+    pub failed_percent: Option<f64>,
+    /// `--max-failed`: a failure share above it fails the gate (`null`: no such gate).
+    pub max_failed_percent: Option<f64>,
+}
+
+impl Verdict {
+    /// More failed than `--max-failed` allows.
+    pub fn gate_failed(&self) -> bool {
+        match (self.failed_percent, self.max_failed_percent) {
+            (Some(f), Some(max)) => f > max,
+            _ => false,
+        }
+    }
+}
+
+/// The result of one run (or of `ringbench report`): what `summary.json` holds, key for key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// `SCHEMA_VERSION` of the ringbench that wrote it.
     pub schema_version: u32,
+    /// The program that wrote it.
     pub tool: Tool,
     /// RFC 3339 wall clock of the start; the only wall-clock time in the summary.
     pub started_at: String,
+    /// The machine the client ran on.
     pub host: Host,
     /// The resolved `Plan`, serialized (secrets already redacted by `Plan`'s serializer).
     pub config: serde_json::Value,
+    /// How many requests were scheduled, sent and how each ended.
     pub counts: Counts,
     /// Last `done_ns` − first `sent_ns` over measured requests.
     pub duration_s: f64,
+    /// Rates over `duration_s`, per second.
     pub throughput: Throughput,
+    /// The load the plan asked for.
     pub target: TargetLoad,
+    /// The load the client actually offered.
     pub achieved: Achieved,
+    /// The per-request distributions (TTFT, TPOT, ITL, E2E, …), in milliseconds.
     pub latency_ms: Latency,
+    /// Input and output token totals.
     pub tokens: Tokens,
+    /// What the client itself cost, and whether the run is valid.
     pub overhead: Overhead,
+    /// Facts a reader should know about the figures (OSL mismatch, clamped or out-of-order stamps,
+    /// a log that could not be written, …); they do not change the exit status.
     pub warnings: Vec<String>,
     /// The run was stopped early (signal); figures cover what happened until then.
     pub interrupted: bool,
     /// Throughput, in-flight requests and TTFT/ITL percentiles per interval of the run.
     #[serde(default)]
-    pub timeseries: crate::collector::series::TimeSeries,
+    pub timeseries: series::TimeSeries,
     /// Input/output lengths asked (realized percentiles), their method, shared prefixes.
     #[serde(default)]
-    pub workload: Option<crate::prepare::WorkloadStats>,
+    pub workload: Option<workload::WorkloadStats>,
+    /// How the run ends (exit status) and why.
+    #[serde(default)]
+    pub verdict: Verdict,
 }
 
+/// The program that wrote a summary (`tool` in `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
+    /// The crate's name, `ringbench`.
     pub name: String,
+    /// The crate's version (`CARGO_PKG_VERSION`).
     pub version: String,
 }
 
 impl Tool {
+    /// This build of ringbench.
     pub fn this() -> Self {
         Tool {
             name: env!("CARGO_PKG_NAME").to_string(),
@@ -65,6 +181,7 @@ impl Tool {
     }
 }
 
+/// The machine the client ran on (`host` in `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Host {
     /// Online CPUs of the host (not only those the workers were pinned to).
@@ -74,6 +191,7 @@ pub struct Host {
 }
 
 impl Host {
+    /// Reads this machine's online CPU count and kernel release.
     pub fn detect() -> Self {
         // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
         let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
@@ -91,10 +209,15 @@ impl Host {
 pub struct Counts {
     /// Measured arrivals of the schedule: the run's scheduled total minus `warmup`.
     pub scheduled: u64,
+    /// Handed to the kernel, whatever the outcome.
     pub sent: u64,
+    /// Ended with a complete 2xx response.
     pub ok: u64,
+    /// Ended in a failure of any kind (see `failed_by_kind`).
     pub failed: u64,
+    /// Sent, then abandoned because the run was stopped.
     pub cancelled: u64,
+    /// Scheduled but never sent (the run stopped first).
     pub not_sent: u64,
     /// Warm-up records of any outcome; excluded from every other figure.
     pub warmup: u64,
@@ -121,6 +244,7 @@ pub struct WarmupCounts {
     pub both: u64,
 }
 
+/// Rates over `duration_s` (`throughput` in `summary.json`); `null` when the duration is 0.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Successful requests / duration.
@@ -137,6 +261,7 @@ pub struct Throughput {
     pub good_fraction: Option<f64>,
 }
 
+/// The load the plan asked for (`target` in `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TargetLoad {
     /// Open loop only.
@@ -145,6 +270,7 @@ pub struct TargetLoad {
     pub concurrency: Option<u32>,
 }
 
+/// The load the client actually offered (`achieved` in `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Achieved {
     /// Arrival rate actually offered: (measured sent − 1) / (last sent − first sent).
@@ -163,16 +289,25 @@ pub struct Achieved {
 /// (vLLM's numpy percentiles interpolate between samples; the two agree as n grows.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Samples in the distribution.
     pub count: u64,
+    /// Arithmetic mean; `null` without samples.
     pub mean: Option<f64>,
     /// Population standard deviation (numpy's default, as vLLM reports it).
     pub std: Option<f64>,
+    /// Smallest sample; `null` without samples.
     pub min: Option<f64>,
+    /// Largest sample; `null` without samples.
     pub max: Option<f64>,
+    /// 50th percentile (median); `null` without samples.
     pub p50: Option<f64>,
+    /// 90th percentile; `null` without samples.
     pub p90: Option<f64>,
+    /// 95th percentile; `null` without samples.
     pub p95: Option<f64>,
+    /// 99th percentile; `null` without samples.
     pub p99: Option<f64>,
+    /// 99.9th percentile; `null` without samples.
     pub p99_9: Option<f64>,
     /// Configured percentiles beyond the fixed five (`p75`, `p99_99`, …).
     #[serde(flatten)]
@@ -208,6 +343,7 @@ impl Stats {
         }
     }
 
+    /// Whether the percentile `key` (`p99_9`) is marked in `small_sample`.
     pub fn is_small(&self, key: &str) -> bool {
         self.small_sample.iter().any(|k| k == key)
     }
@@ -234,29 +370,7 @@ pub fn is_small_sample(p: f64, count: u64) -> bool {
     (count as f64) < needed
 }
 
-/// The distributions of `metrics.md`, in milliseconds. Latencies are over measured successful
-/// requests; streaming-only ones (`ttft`, `ttfo`, `tpot`, `itl`, `ttft_from_intent`,
-/// `max_stall`) are empty for `--no-stream`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    pub ttft: Stats,
-    pub ttfo: Stats,
-    pub ttfb: Stats,
-    pub tpot: Stats,
-    /// Every chunk gap of every successful request (vLLM's ITL list).
-    pub itl: Stats,
-    pub e2e: Stats,
-    pub ntpot: Stats,
-    pub ttft_from_intent: Stats,
-    pub e2e_from_intent: Stats,
-    /// Largest chunk gap of each request.
-    pub max_stall: Stats,
-    /// Per-token ITL: each chunk gap divided by the tokens it delivered, one sample per
-    /// token (exact counts when the server streams cumulative usage, else an even split).
-    #[serde(default)]
-    pub itl_per_token: Stats,
-}
-
+/// Token totals of the run (`tokens` in `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tokens {
     /// Σ ISL of measured successful requests.
@@ -267,10 +381,14 @@ pub struct Tokens {
     pub output_source: OutputSource,
 }
 
+/// Measured successful requests by where their OSL came from (`tokens.output_source`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutputSource {
+    /// From the server's `usage.completion_tokens`.
     pub usage: u64,
+    /// From the client tokenizer's count of the generated text (`--tokenizer`).
     pub tokenizer: u64,
+    /// From the number of token-bearing events (a lower bound when the server batches tokens).
     pub events: u64,
 }
 
@@ -290,23 +408,33 @@ pub struct Overhead {
     /// Highest share of a worker's wall time spent spinning before sends (see `workers`).
     #[serde(default)]
     pub pacer_spin_percent_max: Option<f64>,
+    /// Σ worker CPU time / Σ `requests` of `workers` (warm-up included), ns.
     pub cpu_ns_per_request: Option<f64>,
+    /// Σ worker CPU time / Σ `events` of `workers` (warm-up included), ns.
     pub cpu_ns_per_event: Option<f64>,
-    /// As the two above with the pacer's idle polling left out: the CPU the work took.
+    /// As `cpu_ns_per_request` with the pacer's idle polling left out: the CPU the work took.
     #[serde(default)]
     pub busy_cpu_ns_per_request: Option<f64>,
+    /// As `cpu_ns_per_event` with the pacer's idle polling left out, ns.
     #[serde(default)]
     pub busy_cpu_ns_per_event: Option<f64>,
+    /// SSE events completed per socket read with data, over all workers.
     pub events_per_read_mean: Option<f64>,
+    /// Bytes per socket read with data, over all workers.
     pub bytes_per_read_mean: Option<f64>,
     /// `io_uring` or `epoll`.
     pub io_driver: String,
     /// Records that found the collector channel full (kept and sent later), all workers.
     pub channel_full: u64,
+    /// One entry per worker, in worker order.
     pub workers: Vec<WorkerOverhead>,
     /// The in-process simulator's own report, when the run used one.
     pub sim: Option<serde_json::Value>,
+    /// The client's own overhead leaves the figures trustworthy: `invalid_reasons` is empty.
     pub valid: bool,
+    /// Each bound the client broke (achieved rate, scheduling lag, a saturated worker, a full
+    /// collector channel, kernel backlog drops on the client's CPUs), with its value; empty when
+    /// valid.
     pub invalid_reasons: Vec<String>,
     /// Per read: the kernel's software receive stamp (`SO_TIMESTAMPING`) of the newest
     /// segment the read returned → the worker's stamp of that read. `null` when not measured.
@@ -318,22 +446,52 @@ pub struct Overhead {
     /// What the host's kernel dropped and retransmitted during the run (host-wide counters);
     /// `null` when they could not be read.
     #[serde(default)]
-    pub kernel_net: Option<crate::rt::netcount::NetDelta>,
+    pub kernel_net: Option<NetDelta>,
 }
 
+/// What one worker did, counted as it ran (the worker's own tally, and these keys of each
+/// `overhead.workers` entry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkerCounts {
+    /// Requests it handed to the kernel.
+    pub requests: u64,
+    /// Socket reads that returned data.
+    pub reads: u64,
+    /// SSE events those reads completed.
+    pub events: u64,
+    /// Bytes those reads returned.
+    pub bytes: u64,
+    /// Connections opened.
+    pub connections_opened: u64,
+    /// Of `connections_opened`, those opened to retry a request whose kept-alive connection was
+    /// found closed.
+    pub reconnects: u64,
+    /// Records that found the collector channel full (kept by the worker, sent later).
+    pub channel_full: u64,
+    /// Event vectors allocated because none came back from the collector in time (the first
+    /// requests and bursts past the preallocated ones).
+    pub event_vecs_allocated: u64,
+    /// Arrivals that found every lane busy at the in-flight cap and waited.
+    pub cap_waits: u64,
+    /// Arrivals that needed a new lane while the most connections were being opened.
+    pub connect_waits: u64,
+}
+
+/// One worker's overhead (an entry of `overhead.workers`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerOverhead {
+    /// The worker's index, from 0.
     pub worker: u16,
+    /// The CPU it was pinned to.
     pub cpu: usize,
+    /// Its CPU time / its wall time, percent; `null` when it had no wall time.
     pub cpu_percent: Option<f64>,
+    /// p99 of how late its periodic probe timer fired, ms; `null` without probes.
     pub loop_lag_p99_ms: Option<f64>,
-    pub requests: u64,
-    pub reads: u64,
-    pub events: u64,
-    pub bytes: u64,
-    pub connections_opened: u64,
-    pub reconnects: u64,
-    pub channel_full: u64,
+    /// Its counts, flattened into this object.
+    #[serde(flatten)]
+    pub counts: WorkerCounts,
     /// Share of the worker's wall time its pacer spent spinning before sends (the spin
     /// keeps serving reads, so this bounds, not equals, the CPU the spin cost).
     #[serde(default)]
@@ -351,15 +509,37 @@ pub struct WorkerOverhead {
 }
 
 impl Summary {
-    /// `interface.md`'s exit code for a run that finished: 4 when the client's own overhead
-    /// made it invalid, else 0. (1, 2 and 3 belong to errors, usage and gates decided elsewhere.)
-    pub fn exit_code(&self) -> i32 {
-        if self.overhead.valid {
-            EXIT_OK
-        } else {
-            EXIT_OVERHEAD_INVALID
-        }
+    /// The exit status of this run: `verdict.exit_code`, or with `allow_invalid` the status it
+    /// would have had if the client's overhead had not made it invalid.
+    pub fn exit(&self, allow_invalid: bool) -> Exit {
+        Exit::of_run(
+            &self.verdict,
+            self.interrupted,
+            self.overhead.valid,
+            allow_invalid,
+        )
     }
+}
+
+/// What changed during a run, as the summary reports it (`overhead.kernel_net`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetDelta {
+    /// Backlog drops on the CPUs the workers ran on.
+    pub backlog_drops_client_cpus: Option<u64>,
+    /// Backlog drops on every CPU of the host.
+    pub backlog_drops_all_cpus: Option<u64>,
+    /// TCP segments retransmitted (`RetransSegs` of `/proc/net/snmp`), host-wide; `null` when
+    /// unreadable.
+    pub tcp_retransmitted_segments: Option<u64>,
+    /// TCP retransmit timeouts (`TCPTimeouts` of `/proc/net/netstat`), host-wide; `null` when
+    /// unreadable.
+    pub tcp_retransmit_timeouts: Option<u64>,
+    /// TCP tail loss probes sent (`TCPLossProbes` of `/proc/net/netstat`), host-wide; `null` when
+    /// unreadable.
+    pub tcp_loss_probes: Option<u64>,
+    /// Connection requests dropped at a listening socket (`ListenDrops` of `/proc/net/netstat`),
+    /// host-wide; `null` when unreadable.
+    pub tcp_listen_drops: Option<u64>,
 }
 
 #[cfg(test)]

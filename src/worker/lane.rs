@@ -1,28 +1,18 @@
-//! A lane is one request task with its own keep-alive connection, read buffer and response
-//! parser, reused request after request: the open loop dispatches arrivals to idle lanes and
-//! opens a new lane only when none is idle (so steady state allocates nothing), a closed-loop
-//! virtual user is a lane that feeds itself. The exchange stamps every step on the run clock
-//! and turns whatever happens into exactly one `Record`.
+//! Part of the worker (schedule → **worker** → http → …): the lanes. A lane is one request
+//! task with its own keep-alive connection (`conn`), reused request after request: the open
+//! loop dispatches arrivals to idle lanes and opens a new lane only when none is idle (so
+//! steady state allocates nothing), a closed-loop virtual user is a lane that feeds itself.
+//! Here too: the gate that bounds connects in progress, and the bell that cancels every lane
+//! in flight when a grace period ends. Never prints.
 
+use super::conn::Conn;
 use super::Ctx;
-use crate::extract::EventInfo;
-use crate::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
-use crate::record::{EventStamp, OslSource, Outcome, Record};
-use bytes::Bytes;
-use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
-use monoio::net::TcpStream;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 use std::time::Duration;
-
-/// Read buffer per connection: a coalesced response of ~60 events fits one read, and 20k
-/// connections stay within a few hundred MB.
-const READ_BUF_BYTES: usize = 16 * 1024;
-/// Events kept per record; more are counted in `events_dropped`, never silently lost.
-const MAX_EVENTS_PER_RECORD: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Job {
@@ -306,7 +296,7 @@ pub struct CancelBell {
 }
 
 impl CancelBell {
-    fn slot(&self) -> Rc<Cell<Option<Waker>>> {
+    pub(super) fn slot(&self) -> Rc<Cell<Option<Waker>>> {
         let slot = Rc::new(Cell::new(None));
         self.slots.borrow_mut().push(slot.clone());
         slot
@@ -326,7 +316,7 @@ impl CancelBell {
         self.finished.set(true);
     }
 
-    async fn wait(&self, slot: &Cell<Option<Waker>>) {
+    pub(super) async fn wait(&self, slot: &Cell<Option<Waker>>) {
         poll_fn(|cx| {
             if self.cancelled.get() {
                 return Poll::Ready(());
@@ -349,437 +339,92 @@ pub async fn watch_cancel(ctx: Rc<Ctx>) {
     }
 }
 
-/// How one exchange ended, before it becomes an outcome.
-enum Ended {
-    Done(Outcome),
-    TimedOut,
-    Cancelled,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+    use std::sync::Arc;
+    use std::task::{Context, Wake};
 
-/// How one attempt on a connection ended.
-enum Attempt {
-    Finished(Outcome),
-    /// A reused keep-alive connection turned out closed before any response byte: the server
-    /// closed it while idle. Reopen and send again; not a failure of this request.
-    Stale,
-}
+    /// A waker that counts its wakes.
+    struct Counting(AtomicUsize);
 
-/// One connection, plain or TLS: the cases of the hot path's read and write. `Stamped` is a
-/// plain connection whose reads return the kernel's receive stamp (`--rx-timestamps`).
-enum Stream {
-    Plain(TcpStream),
-    Stamped(TcpStream),
-    Tls(Box<monoio_rustls::ClientTlsStream<TcpStream>>),
-}
-
-/// What one read returned: its result, the buffer back, and the kernel's receive stamp
-/// (`CLOCK_REALTIME` ns) when the connection is `Stamped` and the kernel gave one.
-type ReadResult = (std::io::Result<usize>, Vec<u8>, Option<u64>);
-
-impl Stream {
-    async fn read(&mut self, buf: Vec<u8>) -> ReadResult {
-        let (res, buf) = match self {
-            Stream::Plain(s) => s.read(buf).await,
-            Stream::Stamped(s) => return read_stamped(s, buf).await,
-            Stream::Tls(s) => s.read(buf).await,
-        };
-        (res, buf, None)
-    }
-
-    async fn write_all(&mut self, bytes: Bytes) -> monoio::BufResult<usize, Bytes> {
-        match self {
-            Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
-            Stream::Tls(s) => s.write_all(bytes).await,
-        }
-    }
-}
-
-/// Waits for readability through monoio, then reads with our own `recvmsg` to get the
-/// control message (see `rxstamp` for why monoio's read cannot carry it). Readiness may be
-/// stale (epoll caches it; `readable(false)` rechecks with `poll(0)`), so `WouldBlock` waits
-/// again.
-async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>) -> ReadResult {
-    use std::os::fd::AsRawFd;
-    loop {
-        if let Err(e) = s.readable(false).await {
-            return (Err(e), buf, None);
-        }
-        match super::rxstamp::recv(s.as_raw_fd(), &mut buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(e) => return (Err(e), buf, None),
-            Ok((n, stamp)) => return (Ok(n), buf, stamp),
-        }
-    }
-}
-
-/// A lane's connection state, reused across requests.
-struct Conn {
-    stream: Option<Stream>,
-    parser: ResponseParser,
-    buf: Vec<u8>,
-    cancel_slot: Rc<Cell<Option<Waker>>>,
-    /// A new lane's place in the connect gate, taken when the lane was opened and given
-    /// back when its first connect ends.
-    opening: Option<ConnectGuard>,
-}
-
-impl Conn {
-    fn new(ctx: &Ctx) -> Self {
-        let mut parser = ResponseParser::new(Limits::default());
-        // The collector counts output tokens from the text only when there is a tokenizer;
-        // otherwise the text is never copied.
-        parser.capture_text(ctx.setup.plan.workload.tokenizer.is_some());
-        Conn {
-            stream: None,
-            parser,
-            buf: Vec::with_capacity(READ_BUF_BYTES),
-            cancel_slot: ctx.cancel.slot(),
-            opening: None,
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, AtomicOrdering::SeqCst);
         }
     }
 
-    async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
-        let s = &ctx.setup;
-        let entry = s.catalog.get(job.id);
-        let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
-        let spare = ctx.spare();
-        let mut rec = Record {
-            id: job.id,
-            worker: s.index as u16,
-            warmup: warmup_by.any(),
-            warmup_by,
-            intended_ns: job.intended_ns,
-            input_tokens: entry.input_tokens,
-            events: spare.events,
-            text: spare.text,
-            ..Default::default()
-        };
-        ctx.counters.borrow_mut().requests += 1;
-        let limit = Duration::from_nanos(s.plan.request_timeout_ns);
-        let bytes = entry.bytes.clone();
-        let slot = self.cancel_slot.clone();
-        let ended = {
-            let work = monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec));
-            let cancel = ctx.cancel.wait(&slot);
-            monoio::select! {
-                r = work => r.map_or(Ended::TimedOut, Ended::Done),
-                _ = cancel => Ended::Cancelled,
-            }
-        };
-        rec.outcome = match ended {
-            Ended::Done(outcome) => outcome,
-            Ended::TimedOut => self.abandon(Outcome::Timeout),
-            Ended::Cancelled => self.abandon(Outcome::Cancelled),
-        };
-        if rec.outcome != Outcome::Ok {
-            rec.done_ns.get_or_insert(s.clock.now_ns());
-        }
-        resolve_osl(&mut rec);
-        rec
+    fn counting() -> (Arc<Counting>, Waker) {
+        let c = Arc::new(Counting(AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
     }
 
-    /// Drops a connection whose exchange was cut off (timeout, cancel).
-    fn abandon(&mut self, outcome: Outcome) -> Outcome {
-        self.stream = None;
-        self.opening = None;
-        // The cut-off read took the buffer with it; a zero-capacity buffer would read as
-        // end-of-stream on the next request.
-        if self.buf.capacity() == 0 {
-            self.buf = Vec::with_capacity(READ_BUF_BYTES);
-        }
-        outcome
+    fn poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>, w: &Waker) -> Poll<F::Output> {
+        f.poll(&mut Context::from_waker(w))
     }
 
-    /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
-    /// connection when the kept one was found closed.
-    async fn send(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record) -> Outcome {
-        for attempt in 0..2 {
-            let reused = self.stream.is_some();
-            if !reused {
-                if let Err(outcome) = self.connect(ctx, attempt > 0).await {
-                    return outcome;
-                }
-            }
-            clear_response(rec);
-            match self.attempt(ctx, bytes.clone(), rec, attempt == 0).await {
-                Attempt::Finished(outcome) => return outcome,
-                Attempt::Stale if reused => self.stream = None,
-                Attempt::Stale => return Outcome::ResetBeforeHead,
-            }
-        }
-        Outcome::ResetBeforeHead
+    #[test]
+    fn the_connect_gate_fills_at_its_bound_and_a_guard_gives_its_place_back() {
+        let gate = Rc::new(ConnectGate::default());
+        let mut guards: Vec<ConnectGuard> = (0..MAX_CONNECTING - 1).map(|_| gate.enter()).collect();
+        assert!(!gate.is_full());
+        guards.push(gate.enter());
+        assert!(gate.is_full());
+        let (woken, w) = counting();
+        gate.waiter.set(Some(w));
+        drop(guards.pop());
+        assert!(!gate.is_full());
+        assert_eq!(
+            woken.0.load(AtomicOrdering::SeqCst),
+            1,
+            "the waiting dispatcher is woken"
+        );
+        drop(guards);
+        assert_eq!(gate.pending.get(), 0);
     }
 
-    async fn connect(&mut self, ctx: &Ctx, reconnect: bool) -> Result<(), Outcome> {
-        let s = &ctx.setup;
-        let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
-        let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
-        let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
-        };
-        let _ = stream.set_nodelay(true);
-        let stream = match &s.tls {
-            None if s.plan.rx_timestamps => stamped(ctx, stream),
-            None => Stream::Plain(stream),
-            // The handshake is part of connecting: bounded by the same timeout, and a
-            // failure (a certificate the pre-run check accepted, then not) is `connect`.
-            Some(tls) => {
-                match monoio::time::timeout(limit, tls.connector.connect(tls.name.clone(), stream))
-                    .await
-                {
-                    Ok(Ok(tls_stream)) => Stream::Tls(Box::new(tls_stream)),
-                    Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
-                }
-            }
-        };
-        let mut c = ctx.counters.borrow_mut();
-        c.connections_opened += 1;
-        c.reconnects += u64::from(reconnect);
-        self.stream = Some(stream);
-        Ok(())
-    }
-
-    async fn attempt(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record, first: bool) -> Attempt {
-        let s = &ctx.setup;
-        let mut stream = self.stream.take().expect("connected before the attempt");
-        self.parser.reset();
-        rec.sent_ns = Some(s.clock.now_ns());
-        if first {
-            s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
-        }
-        let (res, _) = stream.write_all(bytes).await;
-        if res.is_err() {
-            return Attempt::Stale;
-        }
-        let mut got_bytes = false;
-        let mut stream_state = StreamState::default();
-        loop {
-            let mut buf = std::mem::take(&mut self.buf);
-            buf.clear();
-            let (res, buf, kernel_rt_ns) = stream.read(buf).await;
-            self.buf = buf;
-            let at_ns = s.clock.now_ns();
-            if matches!(stream, Stream::Stamped(_)) {
-                ctx.kernel_rx
-                    .read(&res, kernel_rt_ns, s.clock.origin_mono_ns() + at_ns);
-            }
-            let n = match res {
-                Ok(n) => n,
-                Err(_) if !got_bytes => return Attempt::Stale,
-                Err(_) => return Attempt::Finished(io_outcome(&self.parser)),
-            };
-            let mut sink = RecordSink::new(rec, &mut stream_state, at_ns, s);
-            let step = if n == 0 {
-                if !got_bytes {
-                    return Attempt::Stale;
-                }
-                self.parser.eof(&mut sink)
-            } else {
-                got_bytes = true;
-                count_read(ctx, sink.rec, n);
-                self.parser.feed(&self.buf[..n], &mut sink)
-            };
-            let events = sink.events;
-            ctx.counters.borrow_mut().events += events;
-            match step {
-                Ok(Progress::NeedMore) => continue,
-                Ok(Progress::Done { keep_alive }) => {
-                    if keep_alive && n > 0 {
-                        self.stream = Some(stream);
-                    }
-                    rec.done_ns = Some(at_ns);
-                    return Attempt::Finished(final_outcome(rec, stream_state.error_event));
-                }
-                Err(e) => return Attempt::Finished(parse_outcome(e)),
-            }
-        }
-    }
-}
-
-/// A plain connection whose reads will carry kernel receive stamps, or a plain one (counted)
-/// when the socket refuses the option.
-fn stamped(ctx: &Ctx, stream: TcpStream) -> Stream {
-    use std::os::fd::AsRawFd;
-    match super::rxstamp::enable(stream.as_raw_fd()) {
-        Ok(()) => Stream::Stamped(stream),
-        Err(e) => {
-            ctx.kernel_rx.refused(&e);
-            Stream::Plain(stream)
-        }
-    }
-}
-
-fn count_read(ctx: &Ctx, rec: &mut Record, n: usize) {
-    rec.reads += 1;
-    rec.bytes += n as u64;
-    let mut c = ctx.counters.borrow_mut();
-    c.reads += 1;
-    c.bytes += n as u64;
-}
-
-fn io_outcome(parser: &ResponseParser) -> Outcome {
-    if parser.head_seen() {
-        Outcome::ResetMidStream
-    } else {
-        Outcome::ResetBeforeHead
-    }
-}
-
-fn parse_outcome(e: ResponseError) -> Outcome {
-    e.outcome()
-}
-
-/// Forgets what a stale attempt left in the record before the request is sent again.
-fn clear_response(rec: &mut Record) {
-    rec.status = 0;
-    rec.head_ns = None;
-    rec.first_token_ns = None;
-    rec.first_output_ns = None;
-    rec.last_token_ns = None;
-    rec.done_ns = None;
-    rec.usage_prompt_tokens = None;
-    rec.usage_completion_tokens = None;
-    rec.cached_tokens = None;
-    rec.events.clear();
-    rec.events_dropped = 0;
-    rec.text.clear();
-}
-
-/// The outcome of a response that ended cleanly by its framing.
-fn final_outcome(rec: &Record, error_event: bool) -> Outcome {
-    if !(200..300).contains(&rec.status) {
-        Outcome::HttpStatus
-    } else if error_event {
-        Outcome::ErrorEvent
-    } else {
-        Outcome::Ok
-    }
-}
-
-/// OSL: the server's `usage.completion_tokens` when reported, else the tokens counted on
-/// events (metrics.md); the source is recorded.
-fn resolve_osl(rec: &mut Record) {
-    if let Some(n) = rec.usage_completion_tokens {
-        rec.output_tokens = n;
-        rec.output_source = OslSource::Usage;
-    } else {
-        rec.output_tokens = rec.events.iter().map(|e| e.tokens).sum();
-        rec.output_source = OslSource::Events;
-    }
-}
-
-/// Turns parser callbacks into stamps on the record. Every event completed by one read gets
-/// that read's stamp.
-/// What must survive from one read's events to the next within a response.
-#[derive(Default)]
-struct StreamState {
-    error_event: bool,
-    /// Output tokens counted so far (to turn cumulative usage into per-event counts).
-    tokens: u32,
-}
-
-struct RecordSink<'a> {
-    rec: &'a mut Record,
-    state: &'a mut StreamState,
-    at_ns: u64,
-    origin_mono_ns: u64,
-    streaming: bool,
-    events: u64,
-    /// The last `event` was stored (its `text` may follow).
-    stored_last: bool,
-}
-
-impl<'a> RecordSink<'a> {
-    fn new(
-        rec: &'a mut Record,
-        state: &'a mut StreamState,
-        at_ns: u64,
-        s: &super::WorkerSetup,
-    ) -> Self {
-        RecordSink {
-            rec,
-            state,
-            at_ns,
-            origin_mono_ns: s.clock.origin_mono_ns(),
-            streaming: s.plan.stream,
-            events: 0,
-            stored_last: false,
-        }
-    }
-
-    /// Tokens carried: exact when the server streams cumulative usage on every chunk
-    /// (vLLM `continuous_usage_stats`), else one per token-bearing event.
-    fn tokens_of(&self, ev: &EventInfo) -> u32 {
-        if !ev.carries_token() {
-            return 0;
-        }
-        match ev.usage.and_then(|u| u.completion_tokens) {
-            Some(cumulative) => cumulative.saturating_sub(self.state.tokens).max(1),
-            None => 1,
-        }
-    }
-
-    fn stamp_tokens(&mut self, ev: &EventInfo) {
-        let at = self.at_ns;
-        if ev.carries_token() && self.streaming {
-            self.rec.first_token_ns.get_or_insert(at);
-            self.rec.last_token_ns = Some(at);
-        }
-        if ev.content_bytes > 0 && self.streaming {
-            self.rec.first_output_ns.get_or_insert(at);
-        }
-    }
-}
-
-impl ResponseSink for RecordSink<'_> {
-    fn head(&mut self, status: u16, _streaming: bool) {
-        self.rec.status = status;
-        self.rec.head_ns = Some(self.at_ns);
-    }
-
-    fn event(&mut self, ev: &EventInfo) {
-        self.events += 1;
-        self.state.error_event |= ev.error;
-        let tokens = if self.streaming {
-            self.tokens_of(ev)
-        } else {
-            0
-        };
-        self.state.tokens += tokens;
-        self.stamp_tokens(ev);
-        if let Some(u) = ev.usage {
-            self.rec.usage_prompt_tokens = u.prompt_tokens.or(self.rec.usage_prompt_tokens);
-            self.rec.usage_completion_tokens =
-                u.completion_tokens.or(self.rec.usage_completion_tokens);
-            self.rec.cached_tokens = u.cached_tokens.or(self.rec.cached_tokens);
-        }
-        self.stored_last = false;
-        if self.rec.events.len() >= MAX_EVENTS_PER_RECORD {
-            self.rec.events_dropped += 1;
-            return;
-        }
-        self.rec.events.push(EventStamp {
-            at_ns: self.at_ns,
-            server_ns: ev
-                .server_mono_ns
-                .map(|m| m.saturating_sub(self.origin_mono_ns)),
-            tokens,
-            reasoning: ev.reasoning_bytes > 0,
-            output: ev.content_bytes > 0,
-            ..Default::default()
+    #[test]
+    fn a_lane_takes_its_job_and_ends_when_closed() {
+        let lane = Lane::default();
+        let (woken, w) = counting();
+        let mut next = std::pin::pin!(lane.next_job());
+        assert!(poll_once(next.as_mut(), &w).is_pending());
+        lane.dispatch(Job {
+            id: 7,
+            intended_ns: 42,
         });
-        self.stored_last = true;
+        assert_eq!(woken.0.load(AtomicOrdering::SeqCst), 1);
+        match poll_once(next.as_mut(), &w) {
+            Poll::Ready(Some(job)) => assert_eq!((job.id, job.intended_ns), (7, 42)),
+            other => panic!("expected the job, got {:?}", other.map(|j| j.map(|j| j.id))),
+        }
+        let mut after = std::pin::pin!(lane.next_job());
+        assert!(poll_once(after.as_mut(), &w).is_pending());
+        lane.close();
+        assert!(matches!(poll_once(after.as_mut(), &w), Poll::Ready(None)));
     }
 
-    /// The text of the event just stored (never of a dropped one, so the offsets line up).
-    fn text(&mut self, text: &[u8]) {
-        if !self.stored_last {
-            return;
-        }
-        self.rec.text.extend_from_slice(text);
-        if let Some(e) = self.rec.events.last_mut() {
-            e.text_bytes = u32::try_from(text.len()).unwrap_or(u32::MAX);
-        }
+    #[test]
+    fn the_cancel_bell_wakes_every_waiting_lane_once_rung() {
+        let bell = CancelBell::default();
+        let (a, b) = (bell.slot(), bell.slot());
+        let ((wa, wake_a), (wb, wake_b)) = (counting(), counting());
+        let mut fa = std::pin::pin!(bell.wait(&a));
+        let mut fb = std::pin::pin!(bell.wait(&b));
+        assert!(poll_once(fa.as_mut(), &wake_a).is_pending());
+        assert!(poll_once(fb.as_mut(), &wake_b).is_pending());
+        bell.ring();
+        assert_eq!(wa.0.load(AtomicOrdering::SeqCst), 1);
+        assert_eq!(wb.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(poll_once(fa.as_mut(), &wake_a).is_ready());
+        assert!(poll_once(fb.as_mut(), &wake_b).is_ready());
+        // A lane that starts waiting after the ring does not wait at all.
+        let c = bell.slot();
+        let mut late = std::pin::pin!(bell.wait(&c));
+        assert!(poll_once(late.as_mut(), &wake_a).is_ready());
+        assert!(!bell.finished.get());
+        bell.finish();
+        assert!(bell.finished.get());
     }
 }

@@ -4,24 +4,26 @@
 //! path except a few relaxed atomics (stop flag, closed-loop claims, live counters); records
 //! leave over a bounded channel. Workers never compute percentiles and never print.
 
+mod conn;
 mod lane;
 mod pacer;
-mod spin;
-pub use spin::MAX_NS as MAX_SPIN_NS;
 mod rxstamp;
+mod sink;
+mod spin;
+pub mod stats;
 
-pub use crate::rt::driver::{
-    block_on as block_on_driver, current as current_driver, uring_available, DriverUsed,
-};
+pub use crate::rt::driver::DriverUsed;
+use crate::rt::driver::Ring;
 
-use crate::collector::WorkerStats;
 use crate::plan::{Load, Plan};
 use crate::prepare::catalog::Catalog;
 use crate::record::{Record, Spare, WarmupBy};
 use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
+use crate::summary::WorkerCounts;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use lane::{Job, Lanes};
+use stats::WorkerStats;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -93,11 +95,17 @@ pub struct WorkerSetup {
 }
 
 /// What a worker needs to open TLS connections.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 pub struct TlsClient {
     pub connector: monoio_rustls::TlsConnector,
     pub name: rustls::pki_types::ServerName<'static>,
 }
+
+/// A build without the `tls` feature opens no TLS connection.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+pub enum TlsClient {}
 
 /// What a worker thread returns.
 pub struct WorkerEnd {
@@ -107,24 +115,29 @@ pub struct WorkerEnd {
     pub warnings: Vec<String>,
 }
 
+/// A worker thread as it runs: its statistics when every one of its requests has a record,
+/// or why its runtime could not be built.
+pub type WorkerThread = std::thread::JoinHandle<std::io::Result<WorkerEnd>>;
+
 /// Starts the worker thread. It pins itself, builds its runtime, runs its share, and returns
 /// its statistics when every one of its requests has a record.
-pub fn spawn(setup: WorkerSetup) -> std::io::Result<std::thread::JoinHandle<WorkerEnd>> {
+pub fn spawn(setup: WorkerSetup) -> std::io::Result<WorkerThread> {
     std::thread::Builder::new()
         .name(format!("ringbench-w{}", setup.index))
         .spawn(move || {
             let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: setup.cpu });
             let plan_driver = setup.plan.io_driver;
-            let polls = spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup));
+            let ring = match spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup)) {
+                true => Ring::Polling,
+                false => Ring::Sleeping,
+            };
             let (driver, (stats, warnings)) =
-                crate::rt::driver::block_on_polling(plan_driver, polls, || {
-                    worker_main(setup, pinned)
-                });
-            WorkerEnd {
+                crate::rt::driver::block_on(plan_driver, ring, || worker_main(setup, pinned))?;
+            Ok(WorkerEnd {
                 stats,
                 driver,
                 warnings,
-            }
+            })
         })
 }
 
@@ -132,30 +145,13 @@ pub fn spawn(setup: WorkerSetup) -> std::io::Result<std::thread::JoinHandle<Work
 pub(crate) struct Ctx {
     pub setup: WorkerSetup,
     pub pacer: pacer::Pacer,
-    pub counters: RefCell<Counters>,
+    pub counters: RefCell<WorkerCounts>,
     outbox: RefCell<VecDeque<Record>>,
     free_events: RefCell<Vec<Spare>>,
     pub cancel: lane::CancelBell,
     pub connects: Rc<lane::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
     pub kernel_rx: rxstamp::Tally,
-}
-
-/// Per-worker tallies, folded into `WorkerStats` at the end.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub reads: u64,
-    pub events: u64,
-    pub bytes: u64,
-    pub requests: u64,
-    pub connections_opened: u64,
-    pub reconnects: u64,
-    pub channel_full: u64,
-    pub event_vecs_allocated: u64,
-    /// Arrivals that found every lane busy at the cap and waited.
-    pub cap_waits: u64,
-    /// Arrivals that needed a new lane while `MAX_CONNECTING` connections were being opened.
-    pub connect_waits: u64,
 }
 
 impl Ctx {
@@ -248,7 +244,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
-        counters: RefCell::new(Counters::default()),
+        counters: RefCell::new(WorkerCounts::default()),
         outbox: RefCell::new(VecDeque::new()),
         free_events: RefCell::new(free),
         cancel: lane::CancelBell::default(),
@@ -302,13 +298,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
         cpu_ns: crate::rt::clock::thread_cpu_ns() - cpu_start_ns,
         wall_ns: s.clock.now_ns() - wall_start_ns,
         loop_lag,
-        reads: c.reads,
-        events: c.events,
-        bytes: c.bytes,
-        requests: c.requests,
-        connections_opened: c.connections_opened,
-        reconnects: c.reconnects,
-        channel_full: c.channel_full,
+        counts: *c,
         kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),
         pacer_spun_ns: spun.spun_ns,
         pacer_passes: spun.passes,

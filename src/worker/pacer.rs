@@ -1,6 +1,6 @@
 //! When to send: the worker's pacer, and the probe that measures how late its event loop runs.
 //!
-//! The pacer waits on the thread's `timer::PreciseTimer` (an absolute timerfd, tens of
+//! The pacer waits on the thread's `rt::timer::Timer` (an absolute timerfd, tens of
 //! microseconds late where monoio's 1 ms wheel is a millisecond late) until a spin budget
 //! before the deadline (see `spin`), then spins through the driver, which keeps other I/O
 //! moving, until the deadline itself. It sends every arrival
@@ -12,7 +12,7 @@
 use super::spin::SpinBudget;
 use super::Ctx;
 use crate::rt::clock::RunClock;
-use crate::rt::timer::PreciseTimer;
+use crate::rt::timer::{DriverPass, Timer};
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -21,12 +21,12 @@ use std::time::Duration;
 /// Waits for run-clock deadlines.
 pub struct Pacer {
     clock: RunClock,
-    /// `None` where no timerfd could be made: then monoio's coarse timer is used, and the
-    /// cost shows in the scheduling lag.
-    timer: Option<PreciseTimer>,
+    /// `None` where no timerfd (or no driver pass) could be made: then monoio's coarse timer
+    /// is used, and the cost shows in the scheduling lag.
+    timer: Option<(Timer, DriverPass)>,
     /// The last this-many ns before a deadline are spent in driver passes, not asleep.
     budget: RefCell<SpinBudget>,
-    /// Time spent in those passes, how many there were (see `PreciseTimer::pass`), and the
+    /// Time spent in those passes, how many there were (see `DriverPass::pass`), and the
     /// time of the passes during which the worker made no progress (idle polling).
     spun_ns: Cell<u64>,
     passes: Cell<u64>,
@@ -53,7 +53,7 @@ impl Pacer {
     pub fn new(clock: RunClock, spin_ns: Option<u64>, mean_gap_ns: Option<f64>) -> Self {
         Pacer {
             clock,
-            timer: PreciseTimer::new().ok(),
+            timer: Timer::new().and_then(|t| Ok((t, DriverPass::new()?))).ok(),
             budget: RefCell::new(SpinBudget::new(spin_ns, mean_gap_ns)),
             spun_ns: Cell::new(0),
             passes: Cell::new(0),
@@ -82,14 +82,14 @@ impl Pacer {
         if due_ns <= now {
             return;
         }
-        let Some(timer) = &self.timer else {
+        let Some((timer, pass)) = &self.timer else {
             monoio::time::sleep(Duration::from_nanos(due_ns - now)).await;
             return;
         };
         let wake_ns = due_ns.saturating_sub(self.budget.borrow().ns());
         if wake_ns > now {
             let origin = self.clock.origin_mono_ns();
-            if timer.sleep_until_mono(origin + wake_ns).await.is_err() {
+            if timer.sleep_until(origin + wake_ns).await.is_err() {
                 let left = due_ns.saturating_sub(self.clock.now_ns());
                 monoio::time::sleep(Duration::from_nanos(left)).await;
                 return;
@@ -97,26 +97,26 @@ impl Pacer {
             let late_ns = self.clock.now_ns().saturating_sub(wake_ns);
             self.budget.borrow_mut().observe(late_ns);
         }
-        self.spin(timer, due_ns, progress).await;
+        self.spin(pass, due_ns, progress).await;
     }
 
     /// One trip through the driver without sleeping: the completions that are ready now (and
     /// the tasks they wake) run before this returns. Without a precise timer it is a no-op.
     pub async fn pass(&self) {
-        if let Some(timer) = &self.timer {
-            timer.pass().await;
+        if let Some((_, pass)) = &self.timer {
+            pass.pass().await;
         }
     }
 
     /// Why spin at all: a timer wake-up in this VM costs 20–100 µs (interrupt injection, the
     /// vCPU's halt), where a pass through the driver costs about a microsecond. Every pass
     /// also processes whatever I/O is ready, so other requests are not held up by it.
-    async fn spin(&self, timer: &PreciseTimer, due_ns: u64, progress: impl Fn() -> u64) {
+    async fn spin(&self, pass: &DriverPass, due_ns: u64, progress: impl Fn() -> u64) {
         let start = self.clock.now_ns();
         let (mut now, mut idle_ns, mut passes) = (start, 0, 0);
         while now < due_ns {
             let before = progress();
-            timer.pass().await;
+            pass.pass().await;
             passes += 1;
             let then = self.clock.now_ns();
             if progress() == before {
@@ -147,7 +147,7 @@ pub struct LoopLagProbe {
 impl LoopLagProbe {
     pub fn start(ctx: Rc<Ctx>) -> Self {
         let done = Rc::new(Cell::new(false));
-        let lag = Rc::new(RefCell::new(crate::collector::new_histogram()));
+        let lag = Rc::new(RefCell::new(super::stats::new_histogram()));
         let task = monoio::spawn(probe_loop(ctx, done.clone(), lag.clone()));
         LoopLagProbe { done, lag, task }
     }
@@ -155,20 +155,17 @@ impl LoopLagProbe {
     pub async fn stop(self) -> Histogram<u64> {
         self.done.set(true);
         self.task.await;
-        self.lag.replace(crate::collector::new_histogram())
+        self.lag.replace(super::stats::new_histogram())
     }
 }
 
 async fn probe_loop(ctx: Rc<Ctx>, done: Rc<Cell<bool>>, lag: Rc<RefCell<Histogram<u64>>>) {
     let clock = ctx.setup.clock;
-    let timer = PreciseTimer::new().ok();
+    let timer = Timer::new().ok();
     while !done.get() {
         let due_ns = clock.now_ns() + PROBE_EVERY.as_nanos() as u64;
         let precise = match &timer {
-            Some(t) => t
-                .sleep_until_mono(clock.origin_mono_ns() + due_ns)
-                .await
-                .is_ok(),
+            Some(t) => t.sleep_until(clock.origin_mono_ns() + due_ns).await.is_ok(),
             None => false,
         };
         if !precise {

@@ -15,7 +15,7 @@
 //! This module holds the `unsafe` of it (socket option, `recvmsg`, control-message parsing).
 //! It never allocates: the control buffer lives on the stack of each call.
 
-use crate::collector::KernelRx;
+use super::stats::{new_histogram, KernelRx};
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -36,7 +36,7 @@ impl Tally {
     pub fn new() -> Self {
         Tally {
             realtime_offset_ns: realtime_offset_ns(),
-            delay_ns: RefCell::new(crate::collector::new_histogram()),
+            delay_ns: RefCell::new(new_histogram()),
             unstamped: Cell::new(0),
             negative: Cell::new(0),
             refused: RefCell::new(None),
@@ -71,7 +71,7 @@ impl Tally {
     /// What the worker reports. `off` says why nothing was measured when the run did not ask
     /// for it or could not (TLS).
     pub fn finish(&self, off: Option<String>) -> KernelRx {
-        let delay_ns = self.delay_ns.replace(crate::collector::new_histogram());
+        let delay_ns = self.delay_ns.replace(new_histogram());
         let unavailable = match off {
             Some(why) => Some(why),
             None if delay_ns.is_empty() => self.refused.borrow().clone(),

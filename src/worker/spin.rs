@@ -30,8 +30,8 @@ const START_NS: u64 = 50_000;
 /// Added to the estimate: a wake-up's own cost after the lateness is measured.
 const MARGIN_NS: u64 = 10_000;
 const MIN_NS: u64 = 5_000;
-/// A lateness beyond this is preemption, not timer slop; spinning for it would burn a core.
-pub const MAX_NS: u64 = 200_000;
+/// Longest spin before a send (`plan::MAX_SPIN_NS`, which `--pacer-spin-us` is checked against).
+pub const MAX_NS: u64 = crate::plan::MAX_SPIN_NS;
 /// The most of a mean gap `auto` spends spinning.
 const GAP_SHARE: f64 = 0.3;
 /// Under this mean gap (above 10,000/s per worker) `auto` polls.

@@ -17,19 +17,21 @@
 //! warm-up and never-sent requests are left out; percentiles are nearest-rank from 3-digit
 //! histograms (AIPerf interpolates).
 
-use super::{write_err, ExportError};
 use crate::collector::definitions::Definitions;
 use crate::collector::replay::read_records;
 use crate::collector::Dist;
-use crate::output::files::PendingFile;
+use crate::output::{write_err, WriteError};
 use crate::record::{Outcome, Record};
+use crate::rt::file::PendingFile;
 use crate::summary::Summary;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+/// AIPerf's aggregate file.
 pub const JSON_FILE: &str = "profile_export_aiperf.json";
+/// AIPerf's per-request file.
 pub const JSONL_FILE: &str = "profile_export.jsonl";
 
 const PERCENTILES: [(f64, &str); 9] = [
@@ -52,12 +54,13 @@ fn counted(r: &Record) -> bool {
     !r.warmup && r.outcome.was_sent()
 }
 
-pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), ExportError> {
+/// Writes both files to `out`, from the records of the run folder `records` and its summary.
+pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
     write_jsonl(out, records)?;
     let agg = aggregate(records, summary)?;
     let path = out.join(JSON_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
-    crate::output::files::write_atomic(&path, &text).map_err(write_err(&path))
+    crate::rt::file::write_atomic(&path, &text).map_err(write_err(&path))
 }
 
 /// The per-request metrics of one successful request, AIPerf's names and units.
@@ -126,7 +129,7 @@ fn jsonl_line(r: &Record) -> Value {
     })
 }
 
-fn write_jsonl(out: &Path, records: &Path) -> Result<(), ExportError> {
+fn write_jsonl(out: &Path, records: &Path) -> Result<(), WriteError> {
     let path = out.join(JSONL_FILE);
     let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
     let w = file.writer();
@@ -226,7 +229,7 @@ fn single(unit: &str, avg: impl Into<Value>) -> Value {
     json!({"unit": unit, "avg": avg.into()})
 }
 
-fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, ExportError> {
+fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
     let mut a = Agg::default();
     read_records(records, |r| {
         if counted(r) {

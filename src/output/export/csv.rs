@@ -5,11 +5,12 @@
 //! figures give one row with statistic `value`. `null` figures are empty cells. Computes
 //! nothing: every value is read from the `Summary`.
 
-use super::{write_err, ExportError};
+use crate::output::{write_err, WriteError};
 use crate::summary::Summary;
 use serde_json::Value;
 use std::path::Path;
 
+/// The file `write` writes.
 pub const FILE_NAME: &str = "summary.csv";
 
 /// The sections of `summary.json` that hold figures (config, host and texts are left out).
@@ -24,12 +25,14 @@ const SECTIONS: [&str; 8] = [
     "overhead",
 ];
 
-pub fn write(out: &Path, summary: &Summary) -> Result<(), ExportError> {
+/// Writes `summary.csv` to `out`.
+pub fn write(out: &Path, summary: &Summary) -> Result<(), WriteError> {
     let path = out.join(FILE_NAME);
     let text = render(summary);
-    crate::output::files::write_atomic(&path, text.as_bytes()).map_err(write_err(&path))
+    crate::rt::file::write_atomic(&path, text.as_bytes()).map_err(write_err(&path))
 }
 
+/// The text of `summary.csv` for `summary`, header line first.
 pub fn render(summary: &Summary) -> String {
     let v = serde_json::to_value(summary).unwrap_or(Value::Null);
     let mut csv = String::from("metric,statistic,value,unit,small_sample\n");

@@ -16,16 +16,17 @@
 //! samples), `generated_texts` are empty strings (ringbench does not keep response text),
 //! and requests never sent or in warm-up are left out (vLLM has neither).
 
-use super::{write_err, ExportError};
 use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
 use crate::collector::replay::read_records;
-use crate::output::files::PendingFile;
+use crate::output::{write_err, WriteError};
 use crate::record::{Outcome, Record};
+use crate::rt::file::PendingFile;
 use crate::summary::{Stats, Summary};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::Path;
 
+/// The file `write` writes.
 pub const FILE_NAME: &str = "vllm_result.json";
 
 /// The request lists of `--save-detailed`, in vLLM's order.
@@ -42,7 +43,9 @@ fn counted(r: &Record) -> bool {
     !r.warmup && r.outcome.was_sent()
 }
 
-pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), ExportError> {
+/// Writes `vllm_result.json` to `out`, from the records of the run folder `records` and its
+/// summary.
+pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
     let head = aggregates(records, summary)?;
     let path = out.join(FILE_NAME);
     let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
@@ -100,49 +103,51 @@ fn list_item(key: &str, r: &Record) -> Value {
     }
 }
 
-/// Everything but the lists: setup keys, totals, throughputs, peaks and the four metrics.
-fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, ExportError> {
-    let cfg = &summary.config;
-    let stream = cfg["stream"].as_bool().unwrap_or(true);
-    let mut view = ToolView::new(Definitions::Vllm, stream);
-    let (mut completed, mut failed, mut input, mut output) = (0u64, 0u64, 0u64, 0u64);
-    let mut first_sent: Option<u64> = None;
+/// vLLM's counts over the records, and its view of their figures (one pass).
+struct Totals {
+    view: ToolView,
+    completed: u64,
+    failed: u64,
+    input: u64,
+    output: u64,
+    first_sent: Option<u64>,
+}
+
+fn totals(records: &Path, stream: bool) -> Result<Totals, WriteError> {
+    let mut t = Totals {
+        view: ToolView::new(Definitions::Vllm, stream),
+        completed: 0,
+        failed: 0,
+        input: 0,
+        output: 0,
+        first_sent: None,
+    };
     read_records(records, |r| {
         if !counted(r) {
             return;
         }
-        view.add(r);
+        t.view.add(r);
         if r.outcome == Outcome::Ok {
-            completed += 1;
-            input += r.input_tokens as u64;
-            output += r.output_tokens as u64;
+            t.completed += 1;
+            t.input += r.input_tokens as u64;
+            t.output += r.output_tokens as u64;
             if let Some(s) = r.sent_ns {
-                first_sent = Some(first_sent.map_or(s, |f| f.min(s)));
+                t.first_sent = Some(t.first_sent.map_or(s, |f| f.min(s)));
             }
         } else {
-            failed += 1;
+            t.failed += 1;
         }
     })?;
-    let mut peaks = Peaks {
-        origin_ns: first_sent.unwrap_or(0),
-        chunks: Vec::new(),
-        active: Vec::new(),
+    Ok(t)
+}
+
+/// The keys that describe the run's setup, as `vllm bench serve` writes them.
+fn setup_keys(m: &mut Map<String, Value>, summary: &Summary) {
+    let cfg = &summary.config;
+    let backend = match cfg["endpoint"].as_str().unwrap_or("chat") {
+        "chat" => "openai-chat",
+        _ => "openai",
     };
-    read_records(records, |r| {
-        if counted(r) && r.outcome == Outcome::Ok {
-            peaks.add(r);
-        }
-    })?;
-    let percentiles = summary_percentiles(summary);
-    let f = view.finish(&percentiles);
-    let per_s = |n: u64| (f.duration_s > 0.0).then(|| n as f64 / f.duration_s);
-    let endpoint = cfg["endpoint"].as_str().unwrap_or("chat");
-    let backend = if endpoint == "chat" {
-        "openai-chat"
-    } else {
-        "openai"
-    };
-    let mut m = Map::new();
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
@@ -153,34 +158,49 @@ fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, E
     put("model_id", cfg["model"].clone());
     put("tokenizer_id", cfg["model"].clone());
     put("num_prompts", json!(summary.counts.scheduled));
-    put(
-        "request_rate",
-        summary
-            .target
-            .request_rate
-            .map_or(json!("inf"), |r| json!(r)),
-    );
-    put(
-        "burstiness",
-        json!(cfg["load"]["arrival"]["burstiness"].as_f64().unwrap_or(1.0)),
-    );
+    let rate = summary.target.request_rate;
+    put("request_rate", rate.map_or(json!("inf"), |r| json!(r)));
+    let burstiness = cfg["load"]["arrival"]["burstiness"].as_f64().unwrap_or(1.0);
+    put("burstiness", json!(burstiness));
     put("max_concurrency", json!(summary.target.concurrency));
+}
+
+/// Everything but the lists: setup keys, totals, throughputs, peaks and the four metrics.
+fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
+    let stream = summary.config["stream"].as_bool().unwrap_or(true);
+    let t = totals(records, stream)?;
+    let mut peaks = Peaks {
+        origin_ns: t.first_sent.unwrap_or(0),
+        chunks: Vec::new(),
+        active: Vec::new(),
+    };
+    read_records(records, |r| {
+        if counted(r) && r.outcome == Outcome::Ok {
+            peaks.add(r);
+        }
+    })?;
+    let percentiles = summary_percentiles(summary);
+    let f = t.view.finish(&percentiles);
+    let per_s = |n: f64| (f.duration_s > 0.0).then(|| n / f.duration_s);
+    let mut m = Map::new();
+    setup_keys(&mut m, summary);
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
     put("duration", json!(f.duration_s));
-    put("completed", json!(completed));
-    put("failed", json!(failed));
-    put("total_input_tokens", json!(input));
-    put("total_output_tokens", json!(output));
-    put("request_throughput", json!(per_s(completed)));
-    let good = summary
-        .throughput
-        .good_fraction
-        .map(|g| g * summary.counts.sent as f64);
+    put("completed", json!(t.completed));
+    put("failed", json!(t.failed));
+    put("total_input_tokens", json!(t.input));
+    put("total_output_tokens", json!(t.output));
+    put("request_throughput", json!(per_s(t.completed as f64)));
+    let good = summary.throughput.good_fraction;
+    let good = good.map(|g| g * summary.counts.sent as f64);
+    put("request_goodput", json!(good.and_then(per_s)));
+    put("output_throughput", json!(per_s(t.output as f64)));
     put(
-        "request_goodput",
-        json!(good.and_then(|g| (f.duration_s > 0.0).then(|| g / f.duration_s))),
+        "total_token_throughput",
+        json!(per_s((t.input + t.output) as f64)),
     );
-    put("output_throughput", json!(per_s(output)));
-    put("total_token_throughput", json!(per_s(input + output)));
     let (tok, conc) = peaks.max();
     put("max_output_tokens_per_s", json!(tok));
     put("max_concurrent_requests", json!(conc));
@@ -263,7 +283,7 @@ impl Peaks {
 }
 
 /// The vLLM figures of a run, for tests and for `report`.
-pub fn figures(records: &Path, summary: &Summary) -> Result<ToolFigures, ExportError> {
+pub fn figures(records: &Path, summary: &Summary) -> Result<ToolFigures, WriteError> {
     let mut view = ToolView::new(
         Definitions::Vllm,
         summary.config["stream"].as_bool().unwrap_or(true),

@@ -7,7 +7,7 @@
 //! of the connection code it may not block the thread nor panic on client input.
 
 use super::*;
-use crate::sim::fault::FaultKind;
+use crate::plan::sim::FaultKind;
 
 /// How long a reset waits after the bytes it follows, so the client has read them first and
 /// sees a reset *after* the head rather than a connection that died before it.

@@ -1,0 +1,195 @@
+//! Part of the CLI (the binary's first layer: raw flags → `Plan`): the parsers of single flag
+//! values — durations, CPU lists, URLs, SLOs, headers, percentiles, export lists. Each error
+//! names the flag and shows a value that works. No rule between two flags lives here: those
+//! are `Plan::validate`'s.
+
+use super::{usage, UsageError};
+use ringbench::plan::{ExportKind, Slo, SloMetric, Target, MAX_CPU};
+
+/// `30s`, `2m`, `500ms`, `100us`, `1h`, `1.5s`; a bare number is seconds.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (like 30s, 2m, 500ms)"))?;
+    let scale = match unit {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        return Err(format!("'{s}' is not a finite duration"));
+    }
+    Ok(ns.round() as u64)
+}
+
+/// `0`, `0,1`, `0-3`, `0-1,4`: CPUs this process may run on (`online`), each at most
+/// `MAX_CPU`, so a typo like `0-99999999999` is an error, not an allocation of that size.
+pub fn parse_cpus(flag: &str, s: &str, online: &[usize]) -> Result<Vec<usize>, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "{flag} '{s}': expected CPU numbers like 0 or 0,1 or 0-3"
+        ))
+    };
+    let beyond = |c: usize| {
+        UsageError(format!(
+            "{flag}: CPU {c} is not available here (available: {online:?})"
+        ))
+    };
+    let mut cpus = vec![];
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b): (usize, usize) = match part.split_once('-') {
+            Some((a, b)) => (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?),
+            None => {
+                let c = part.parse().map_err(|_| bad())?;
+                (c, c)
+            }
+        };
+        if a > b {
+            return Err(bad());
+        }
+        if b > MAX_CPU {
+            return Err(beyond(b));
+        }
+        cpus.extend(a..=b);
+    }
+    if cpus.is_empty() {
+        return Err(bad());
+    }
+    match cpus.iter().find(|c| !online.contains(c)) {
+        Some(&c) => Err(beyond(c)),
+        None => Ok(cpus),
+    }
+}
+
+/// `--cpus` and `--sim-cpus`: the workers' CPUs and the simulator's, each by the one default
+/// rule (`ringbench::host::default_sim_cpus`) where not given.
+pub fn cpus_of(
+    workers: Option<&str>,
+    sim: Option<&str>,
+) -> Result<(Vec<usize>, Vec<usize>), UsageError> {
+    let online = ringbench::host::online_cpus();
+    let workers = match workers {
+        Some(s) => parse_cpus("--cpus", s, &online)?,
+        None => ringbench::host::default_worker_cpus(&online),
+    };
+    let sim = match sim {
+        Some(s) => parse_cpus("--sim-cpus", s, &online)?,
+        None => ringbench::host::default_sim_cpus(&online, &workers),
+    };
+    Ok((workers, sim))
+}
+
+/// `--goodput KEY:MS` (vLLM's syntax): `ttft:500`, `e2el:3000ms`.
+pub fn parse_slo(s: &str) -> Result<Slo, UsageError> {
+    let bad = |why: &str| UsageError(format!("--goodput '{s}': {why} (like ttft:500 tpot:50)"));
+    let (k, v) = s.split_once(':').ok_or_else(|| bad("expected KEY:MS"))?;
+    let metric = SloMetric::from_key(k)
+        .ok_or_else(|| bad("unknown key; use ttft, tpot, itl, e2e or ntpot"))?;
+    let max_ms: f64 = v
+        .trim()
+        .trim_end_matches("ms")
+        .parse()
+        .map_err(|_| bad("not a number of ms"))?;
+    if !(max_ms.is_finite() && max_ms > 0.0) {
+        return Err(bad("the bound must be above 0"));
+    }
+    Ok(Slo { metric, max_ms })
+}
+
+/// `--url`: `http://host:port[/prefix]` or `https://…` (`Target::parse`).
+pub fn parse_target(url: &str) -> Result<Target, UsageError> {
+    Target::parse(url).map_err(|e| UsageError(e.0))
+}
+
+/// `--header NAME:VALUE`.
+pub fn parse_header(s: &str) -> Result<(String, String), UsageError> {
+    match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        }
+        _ => usage("--header: expected NAME:VALUE, like --header X-Team:infra"),
+    }
+}
+
+/// `--percentiles 50,99,99.9`: each in (0, 100].
+pub fn check_percentiles(ps: &[f64]) -> Result<Vec<f64>, UsageError> {
+    if let Some(p) = ps
+        .iter()
+        .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
+    {
+        return usage(format!(
+            "--percentiles: {p} is not a percentile (use values in (0, 100], like 50,99,99.9)"
+        ));
+    }
+    Ok(ps.to_vec())
+}
+
+/// `--export` (run and report): the formats to write; all when not given.
+pub fn exports_of(list: Option<&[String]>) -> Result<Vec<ExportKind>, UsageError> {
+    match list {
+        None => Ok(ExportKind::ALL.to_vec()),
+        Some(items) => ExportKind::parse_list(items).map_err(UsageError),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration_ns("30s"), Ok(30_000_000_000));
+        assert_eq!(parse_duration_ns("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_duration_ns("500ms"), Ok(500_000_000));
+        assert_eq!(parse_duration_ns("100us"), Ok(100_000));
+        assert_eq!(parse_duration_ns("1.5"), Ok(1_500_000_000));
+        assert!(parse_duration_ns("1e30h").is_err());
+        assert!(parse_duration_ns("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+    }
+
+    #[test]
+    fn cpu_lists_parse_and_huge_ranges_are_refused_before_allocating() {
+        let online = [0, 1, 2, 3];
+        assert_eq!(parse_cpus("--cpus", "0", &online).unwrap(), vec![0]);
+        assert_eq!(
+            parse_cpus("--cpus", "0-1,3", &online).unwrap(),
+            vec![0, 1, 3]
+        );
+        for bad in [
+            "",
+            "3-1",
+            "x",
+            "0-18446744073709551615",
+            "0-99999999999",
+            "9",
+        ] {
+            let e = parse_cpus("--cpus", bad, &online).unwrap_err().0;
+            assert!(e.starts_with("--cpus"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn slos_read_vllm_keys() {
+        assert_eq!(
+            parse_slo("e2el:3000ms").unwrap(),
+            Slo {
+                metric: SloMetric::E2e,
+                max_ms: 3000.0
+            }
+        );
+        assert!(parse_slo("foo:5").unwrap_err().0.contains("unknown key"));
+        assert!(parse_slo("ttft=5").unwrap_err().0.contains("--goodput"));
+        assert!(parse_slo("ttft:0").unwrap_err().0.contains("above 0"));
+    }
+}

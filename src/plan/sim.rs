@@ -1,0 +1,263 @@
+//! Part of the plan (a leaf: it imports nothing of the flow): the settings of the simulator,
+//! one type for `ringbench sim`, `run --sim-*` and `calibrate`, and the faults it can inject.
+//! The simulator itself (`crate::sim`) turns them into its running form.
+
+use serde::{Deserialize, Serialize};
+
+/// What a faulted request or connection does instead of a normal answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Accepted connection reset at once (`SO_LINGER 0`), before a byte is read: the closest
+    /// a listening server can come to refusing (a kernel-level refusal needs no listener).
+    Refuse,
+    /// Request read, then the connection reset with no response byte.
+    ResetBeforeHead,
+    /// Head and two events sent, then the connection reset.
+    ResetMidStream,
+    /// Request read, then HTTP 500 with an OpenAI-style error body.
+    Http500,
+    /// With `Retry-After`.
+    Http503,
+    /// With `Retry-After`.
+    Http429,
+    /// HTTP 200, two events, then `data: {"error": ...}` (half the time followed by `[DONE]`).
+    ErrorEvent,
+    /// No byte for the stall time before the head; then the normal answer.
+    StallHead,
+    /// Head and two events, then no byte for the stall time, then the connection closed.
+    StallMid,
+    /// One event whose JSON does not parse.
+    BadJson,
+    /// A chunk that declares more bytes than it carries, then the connection closed.
+    TruncatedChunk,
+    /// One event with invalid UTF-8 inside a JSON string.
+    BadUtf8,
+    /// One event larger than the client's event bound (2 MiB against the default 1 MiB).
+    OversizedEvent,
+    /// The head trickled out in pieces over the slow-head time; then the normal answer.
+    SlowHead,
+    /// The normal answer, then the connection closed although the head said keep-alive
+    /// (what llama.cpp does): a client must reconnect without counting a failure.
+    CloseAfterResponse,
+}
+
+const ALL: [(FaultKind, &str); 15] = [
+    (FaultKind::Refuse, "refuse"),
+    (FaultKind::ResetBeforeHead, "reset_before_head"),
+    (FaultKind::ResetMidStream, "reset_mid_stream"),
+    (FaultKind::Http500, "http_500"),
+    (FaultKind::Http503, "http_503"),
+    (FaultKind::Http429, "http_429"),
+    (FaultKind::ErrorEvent, "error_event"),
+    (FaultKind::StallHead, "stall_head"),
+    (FaultKind::StallMid, "stall_mid"),
+    (FaultKind::BadJson, "bad_json"),
+    (FaultKind::TruncatedChunk, "truncated_chunk"),
+    (FaultKind::BadUtf8, "bad_utf8"),
+    (FaultKind::OversizedEvent, "oversized_event"),
+    (FaultKind::SlowHead, "slow_head"),
+    (FaultKind::CloseAfterResponse, "close_after_response"),
+];
+
+impl FaultKind {
+    /// Its `--fault` name (`reset_mid_stream`, `http_503`, …).
+    pub fn name(self) -> &'static str {
+        ALL.iter().find(|(k, _)| *k == self).map_or("?", |(_, n)| n)
+    }
+
+    /// Every kind, in declaration order.
+    pub fn all() -> impl Iterator<Item = FaultKind> {
+        ALL.iter().map(|(k, _)| *k)
+    }
+
+    fn from_name(s: &str) -> Option<FaultKind> {
+        ALL.iter().find(|(_, n)| *n == s).map(|(k, _)| *k)
+    }
+
+    /// Drawn per accepted connection rather than per request.
+    pub fn per_connection(self) -> bool {
+        self == FaultKind::Refuse
+    }
+}
+
+/// One `--fault KIND:PROB`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultSpec {
+    /// What the fault does.
+    pub kind: FaultKind,
+    /// Probability per request (per connection for `refuse`), in [0, 1].
+    pub prob: f64,
+}
+
+impl std::str::FromStr for FaultSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let names = || ALL.map(|(_, n)| n).join(", ");
+        let (k, p) = s.split_once(':').ok_or_else(|| {
+            format!("--fault '{s}': expected KIND:PROB, like reset_mid_stream:0.1")
+        })?;
+        let kind = FaultKind::from_name(k.trim())
+            .ok_or_else(|| format!("--fault '{s}': unknown kind '{k}' (kinds: {})", names()))?;
+        let prob: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("--fault '{s}': '{p}' is not a probability (like 0.05)"))?;
+        if !(0.0..=1.0).contains(&prob) {
+            return Err(format!("--fault '{s}': the probability must be in [0, 1]"));
+        }
+        Ok(FaultSpec { kind, prob })
+    }
+}
+
+/// Checks a whole `--fault` list: each kind once, per-request probabilities summing to ≤ 1
+/// (one uniform draw picks at most one fault).
+pub fn check_faults(faults: &[FaultSpec]) -> Result<(), String> {
+    for (i, f) in faults.iter().enumerate() {
+        if faults[..i].iter().any(|g| g.kind == f.kind) {
+            return Err(format!("--fault {}: given twice", f.kind.name()));
+        }
+    }
+    let sum: f64 = faults
+        .iter()
+        .filter(|f| !f.kind.per_connection())
+        .map(|f| f.prob)
+        .sum();
+    if sum > 1.0 + 1e-9 {
+        return Err(format!(
+            "--fault: per-request probabilities sum to {sum} (must be ≤ 1; refuse is per connection)"
+        ));
+    }
+    Ok(())
+}
+
+/// How faults are drawn and timed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FaultConfig {
+    /// Each kind at most once, with its probability.
+    pub faults: Vec<FaultSpec>,
+    /// Seeds the fault draws, with each listener thread's index (`ringbench sim --fault-seed`; a
+    /// run's `--seed`).
+    pub seed: u64,
+    /// How long `stall_head` and `stall_mid` send nothing.
+    pub stall_ms: u64,
+    /// How long `slow_head` takes to trickle the head out.
+    pub slow_head_ms: u64,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            faults: vec![],
+            seed: 0,
+            stall_ms: 5_000,
+            slow_head_ms: 200,
+        }
+    }
+}
+
+/// How the simulator answers: the one settings type behind `ringbench sim`'s flags, `run
+/// --sim-*` (the in-process simulator a run without `--url` starts) and `calibrate`. Every
+/// delay is off (0) by default, so the simulator costs nothing it was not asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SimSettings {
+    /// Delay from a request's arrival to its first token, ms.
+    pub ttft_ms: f64,
+    /// Delay between events after the first, ms (one event per `itl_ms`, whatever
+    /// `tokens_per_chunk` is).
+    pub itl_ms: f64,
+    /// Tokens carried by one content event (at least 1).
+    pub tokens_per_chunk: u32,
+    /// One listener thread per CPU, pinned to it; empty: one unpinned thread.
+    pub cpus: Vec<usize>,
+    /// Faults injected (`--fault` / `--sim-fault`), none by default.
+    pub faults: FaultConfig,
+    /// Load model (0 = off): extra TTFT ms per other request in flight.
+    pub ttft_per_inflight_ms: f64,
+    /// Load model (0 = off): extra ITL ms per other request in flight.
+    pub itl_per_inflight_ms: f64,
+    /// Served by `/v1/models` and echoed when a request names none.
+    pub model: String,
+}
+
+/// Longest delay any setting may ask for: one hour bounds every deadline far below u64
+/// overflow in nanoseconds, whatever `max_tokens` is.
+pub const MAX_DELAY_MS: f64 = 3_600_000.0;
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            ttft_ms: 0.0,
+            itl_ms: 0.0,
+            tokens_per_chunk: 1,
+            cpus: vec![],
+            faults: FaultConfig::default(),
+            ttft_per_inflight_ms: 0.0,
+            itl_per_inflight_ms: 0.0,
+            model: "ringbench-sim".into(),
+        }
+    }
+}
+
+impl SimSettings {
+    /// Every rule the settings must meet, checked once (the simulator refuses what fails):
+    /// delays in [0, `MAX_DELAY_MS`], at least one token per chunk, faults each named once
+    /// with probabilities summing to at most 1. `prefix` is how the flags are spelled where
+    /// the settings came from (`--` for `ringbench sim`, `--sim-` for `run`), so the message
+    /// names the flag to fix.
+    pub fn validate(&self, prefix: &str) -> Result<(), String> {
+        let delays = [
+            ("ttft-ms", self.ttft_ms),
+            ("itl-ms", self.itl_ms),
+            ("ttft-per-inflight-ms", self.ttft_per_inflight_ms),
+            ("itl-per-inflight-ms", self.itl_per_inflight_ms),
+        ];
+        for (name, ms) in delays {
+            if !(0.0..=MAX_DELAY_MS).contains(&ms) {
+                return Err(format!(
+                    "{prefix}{name} {ms}: must be a number of ms from 0 to {MAX_DELAY_MS}"
+                ));
+            }
+        }
+        if self.tokens_per_chunk == 0 {
+            return Err(format!("{prefix}tokens-per-chunk 0: must be at least 1"));
+        }
+        check_faults(&self.faults.faults)
+            .map_err(|e| e.replace("--fault", &format!("{prefix}fault")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_by_its_name() {
+        for k in FaultKind::all() {
+            let spec: FaultSpec = format!("{}:0.25", k.name()).parse().unwrap();
+            assert_eq!(
+                spec,
+                FaultSpec {
+                    kind: k,
+                    prob: 0.25
+                }
+            );
+        }
+        assert!("http_500"
+            .parse::<FaultSpec>()
+            .unwrap_err()
+            .contains("KIND:PROB"));
+        assert!("nope:0.1"
+            .parse::<FaultSpec>()
+            .unwrap_err()
+            .contains("unknown kind"));
+        assert!("http_500:1.5"
+            .parse::<FaultSpec>()
+            .unwrap_err()
+            .contains("[0, 1]"));
+        assert!("http_500:NaN".parse::<FaultSpec>().is_err());
+    }
+}

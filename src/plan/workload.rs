@@ -1,0 +1,372 @@
+//! Part of the plan (a leaf: it imports nothing of the flow): what the requests of a run ask
+//! for — lengths, prompts from a dataset or a trace, shared prefixes, request options. Types
+//! and the pure rules on them (parsing a length spec, drawing a length); files are read and
+//! prompts built by `prepare`.
+
+use rand::{Rng, RngExt};
+use rand_distr::{Distribution, LogNormal, Normal};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Shared system prefixes: `groups` distinct prefixes of `tokens` tokens each.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrefixSpec {
+    /// Distinct prefixes (`--prefix-groups`).
+    pub groups: u32,
+    /// Tokens in each prefix (`--prefix-tokens`).
+    pub tokens: u32,
+    /// Zipf exponent of group popularity (`None`: every group equally likely).
+    pub zipf: Option<f64>,
+}
+
+/// Fields added to every request body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RequestOptions {
+    /// Send `ignore_eos: true`, so answers run to `max_tokens` (`--ignore-eos`).
+    pub ignore_eos: bool,
+    /// Send `min_tokens`, clamped to each request's `max_tokens` (`--min-tokens`); `None`: not
+    /// sent.
+    pub min_tokens: Option<u32>,
+    /// Send `temperature` (`--temperature`); `None`: not sent.
+    pub temperature: Option<f64>,
+    /// A JSON object merged into every body last (its keys win).
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The workload part of the `Plan`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkloadSpec {
+    /// A Hugging Face `tokenizer.json`, for exact-length prompts and exact input counts
+    /// (`--tokenizer`); `None`: lengths are approximated.
+    pub tokenizer: Option<PathBuf>,
+    /// `None`: every prompt is `Plan::input_tokens` long.
+    pub input: Option<LengthDist>,
+    /// `None`: `max_tokens` is `Plan::output_tokens`, unless a dataset gives lengths.
+    pub output: Option<LengthDist>,
+    /// Prompts from a file (`--dataset`); `None`: synthetic prompts.
+    pub dataset: Option<DatasetSpec>,
+    /// Shared system prefixes (`--prefix-groups`, `--prefix-tokens`); `None`: none.
+    pub prefix: Option<PrefixSpec>,
+    /// Fields added to every request body.
+    pub request: RequestOptions,
+}
+
+/// Which file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetKind {
+    /// ShareGPT JSON: the first human turn is the prompt, the answer's length the OSL.
+    Sharegpt,
+    /// One JSON object a line: `prompt` or `messages`, optional `output_tokens`.
+    Jsonl,
+    /// Production request log, one JSON object a line: `prompt_tokens`, `completion_tokens`.
+    Logs,
+}
+
+/// How items are picked for the catalog.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// In file order, wrapping around.
+    #[default]
+    Sequential,
+    /// Uniformly at random, with replacement (seeded).
+    Random,
+    /// A seeded permutation, a new one for each pass.
+    Shuffle,
+}
+
+/// Prompts from a file (`--dataset`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    /// The file's format (`--dataset-format`).
+    pub kind: DatasetKind,
+    /// The file.
+    pub path: PathBuf,
+    /// How items are picked (`--dataset-sampling`).
+    pub sampling: Sampling,
+}
+
+impl DatasetSpec {
+    /// Whether prompts come as text (counted) rather than as lengths (synthesized).
+    pub fn has_text(&self) -> bool {
+        self.kind != DatasetKind::Logs
+    }
+
+    /// For people: format, file and sampling, like `ShareGPT data.json (shuffled)`.
+    pub fn describe(&self) -> String {
+        let kind = match self.kind {
+            DatasetKind::Sharegpt => "ShareGPT",
+            DatasetKind::Jsonl => "JSONL",
+            DatasetKind::Logs => "request-log lengths with synthetic text",
+        };
+        let sampling = match self.sampling {
+            Sampling::Sequential => "sequential",
+            Sampling::Random => "random with replacement",
+            Sampling::Shuffle => "shuffled",
+        };
+        format!("{kind} {} ({sampling})", self.path.display())
+    }
+}
+
+/// z such that P(Z ≤ z) = 0.99 for a standard normal: ties a lognormal's p99 to its sigma.
+const Z_P99: f64 = 2.326_347_874_040_840_8;
+
+/// Longest length any distribution may produce: bounds prompt memory and `max_tokens`.
+pub const MAX_LENGTH: u32 = 1 << 20;
+
+/// A length distribution (tokens). Every draw is clipped to `[1, max]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LengthDist {
+    /// Every draw the same (`fixed:N`, or a bare number).
+    Fixed {
+        /// The length, tokens.
+        tokens: u32,
+    },
+    /// Uniform over `[mean·(1−range_ratio), mean·(1+range_ratio)]` (vLLM's meaning).
+    Uniform {
+        /// Centre of the range, tokens.
+        mean: u32,
+        /// Half the range's width as a fraction of `mean`, in [0, 1).
+        range_ratio: f64,
+    },
+    /// Normal with `mean` and `sd` (`normal:MEAN:SD[:MAX]`).
+    Normal {
+        /// Mean, tokens.
+        mean: f64,
+        /// Standard deviation, tokens.
+        sd: f64,
+        /// Longest draw, tokens (`MAX_LENGTH` when not given).
+        max: u32,
+    },
+    /// Set by its median and p99; draws above `max` are clipped to it.
+    Lognormal {
+        /// Median, tokens.
+        median: f64,
+        /// 99th percentile, tokens (above the median).
+        p99: f64,
+        /// Longest draw, tokens (`MAX_LENGTH` when not given).
+        max: u32,
+    },
+}
+
+/// A length spec's `:`-separated fields, read with messages that name the flag.
+struct SpecFields<'a> {
+    flag: &'a str,
+    spec: &'a str,
+    parts: Vec<&'a str>,
+}
+
+impl SpecFields<'_> {
+    fn bad(&self, why: &str) -> String {
+        format!(
+            "{} '{}': {why} (use fixed:N, uniform:MEAN:RATIO, normal:MEAN:SD[:MAX] \
+             or lognormal:MEDIAN:P99[:MAX], e.g. lognormal:300:4000:8000)",
+            self.flag, self.spec
+        )
+    }
+
+    /// Field `i` as a finite number ≥ 0.
+    fn num(&self, i: usize) -> Result<f64, String> {
+        let s = self
+            .parts
+            .get(i)
+            .ok_or_else(|| self.bad("missing a number"))?;
+        let v: f64 = s
+            .parse()
+            .map_err(|_| self.bad(&format!("'{s}' is not a number")))?;
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(self.bad(&format!("'{s}' must be a finite number ≥ 0")))
+        }
+    }
+
+    /// Field `i` as a length in tokens, in `[1, MAX_LENGTH]`.
+    fn tokens(&self, i: usize) -> Result<u32, String> {
+        let v = self.num(i)?;
+        if (1.0..=MAX_LENGTH as f64).contains(&v) {
+            Ok(v.round() as u32)
+        } else {
+            Err(self.bad(&format!("lengths must be in [1, {MAX_LENGTH}]")))
+        }
+    }
+
+    /// The optional maximum at field `i` (`MAX_LENGTH` when absent).
+    fn max_at(&self, i: usize) -> Result<u32, String> {
+        if self.parts.len() <= i {
+            return Ok(MAX_LENGTH);
+        }
+        let m = self.num(i)?;
+        if m < 1.0 || m > MAX_LENGTH as f64 {
+            return Err(self.bad(&format!("the max must be in [1, {MAX_LENGTH}]")));
+        }
+        Ok(m as u32)
+    }
+
+    fn arity(&self, lo: usize, hi: usize) -> Result<(), String> {
+        if self.parts.len() < lo || self.parts.len() > hi {
+            Err(self.bad("wrong number of fields"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl LengthDist {
+    /// Parses `fixed:N`, `uniform:MEAN:RATIO`, `normal:MEAN:SD[:MAX]`,
+    /// `lognormal:MEDIAN:P99[:MAX]`; a bare number is `fixed`. Errors name `flag` and the fix.
+    pub fn parse(flag: &str, spec: &str) -> Result<LengthDist, String> {
+        let f = SpecFields {
+            flag,
+            spec,
+            parts: spec.split(':').map(str::trim).collect(),
+        };
+        let dist = match f.parts[0] {
+            _ if f.parts.len() == 1 => LengthDist::Fixed {
+                tokens: f.tokens(0)?,
+            },
+            "fixed" => {
+                f.arity(2, 2)?;
+                LengthDist::Fixed {
+                    tokens: f.tokens(1)?,
+                }
+            }
+            "uniform" => {
+                f.arity(3, 3)?;
+                let range_ratio = f.num(2)?;
+                if range_ratio >= 1.0 {
+                    return Err(f.bad("the range ratio must be in [0, 1)"));
+                }
+                LengthDist::Uniform {
+                    mean: f.tokens(1)?,
+                    range_ratio,
+                }
+            }
+            "normal" => {
+                f.arity(3, 4)?;
+                LengthDist::Normal {
+                    mean: f.tokens(1)? as f64,
+                    sd: f.num(2)?,
+                    max: f.max_at(3)?,
+                }
+            }
+            "lognormal" => {
+                f.arity(3, 4)?;
+                let (median, p99) = (f.tokens(1)? as f64, f.num(2)?);
+                if p99 <= median {
+                    return Err(f.bad("the p99 must be above the median"));
+                }
+                LengthDist::Lognormal {
+                    median,
+                    p99,
+                    max: f.max_at(3)?,
+                }
+            }
+            other => return Err(f.bad(&format!("unknown distribution '{other}'"))),
+        };
+        Ok(dist)
+    }
+
+    /// One length, clipped to `[1, max]`.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
+        let (v, max) = match *self {
+            LengthDist::Fixed { tokens } => return tokens,
+            LengthDist::Uniform { mean, range_ratio } => {
+                let lo = (mean as f64 * (1.0 - range_ratio)).round().max(1.0) as u32;
+                let hi = (mean as f64 * (1.0 + range_ratio)).round() as u32;
+                return rng.random_range(lo..=hi.max(lo)).min(MAX_LENGTH);
+            }
+            LengthDist::Normal { mean, sd, max } => {
+                let d = Normal::new(mean, sd).expect("sd checked ≥ 0 and finite");
+                (d.sample(rng), max)
+            }
+            LengthDist::Lognormal { median, p99, max } => {
+                let sigma = (p99 / median).ln() / Z_P99;
+                let d = LogNormal::new(median.ln(), sigma).expect("p99 > median checked");
+                (d.sample(rng), max)
+            }
+        };
+        v.round().clamp(1.0, max as f64) as u32
+    }
+
+    /// The largest length a draw can have.
+    pub fn upper_bound(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Uniform { mean, range_ratio } => {
+                ((mean as f64 * (1.0 + range_ratio)).round() as u32).clamp(1, MAX_LENGTH)
+            }
+            LengthDist::Normal { max, .. } | LengthDist::Lognormal { max, .. } => max,
+        }
+    }
+}
+
+/// Mooncake's block size: tokens per `hash_ids` entry.
+pub const DEFAULT_BLOCK_SIZE: u32 = 512;
+
+/// One trace line.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct TraceRequest {
+    /// Send time, ms on the trace's own clock; lines are in time order.
+    pub timestamp: u64,
+    /// Prompt length, tokens.
+    pub input_length: u32,
+    /// `max_tokens` asked.
+    pub output_length: u32,
+    /// One id per block of `TraceLoad::block_size` prompt tokens; lines that share an id share that
+    /// block's text. Empty: the line's text is its own.
+    #[serde(default)]
+    pub hash_ids: Vec<u64>,
+}
+
+/// What the trace offers, stated before the run and kept in the summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceStats {
+    /// Lines in the trace.
+    pub requests: u64,
+    /// First to last send time after the speed-up, seconds.
+    pub span_s: f64,
+    /// Requests per second over the span (after the speed-up): (lines − 1) / span.
+    pub rate_per_s: f64,
+    /// Coefficient of variation of the gaps: 1 is Poisson-like, above 1 burstier.
+    pub gap_cv: f64,
+    /// `--replay-speedup`: every gap was divided by it.
+    pub speedup: f64,
+    /// Lines that carry `hash_ids`.
+    pub lines_with_hash_ids: u64,
+    /// Distinct `hash_ids` over all lines.
+    pub distinct_blocks: u64,
+    /// Share of all input tokens that lie in blocks whose hash id an earlier line already
+    /// sent: what an unbounded prefix cache could serve.
+    pub block_reuse_rate: f64,
+}
+
+/// `--trace` resolved into the plan's load: the checked lines and their send times.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceLoad {
+    /// The trace file (`--trace`).
+    pub path: PathBuf,
+    /// Tokens per `hash_ids` entry (`--trace-block-size`).
+    pub block_size: u32,
+    /// Every gap is divided by this (`--replay-speedup`).
+    pub speedup: f64,
+    /// The trace's own rate × the speed-up (`None` when every line has one timestamp).
+    pub request_rate: Option<f64>,
+    /// Most requests in flight at once (`--max-concurrency`); `None`: no cap.
+    pub max_concurrency: Option<u32>,
+    /// What the trace offers.
+    pub stats: TraceStats,
+    /// The lines, in file order (not serialized: a plan read back has none).
+    #[serde(skip)]
+    pub requests: Arc<[TraceRequest]>,
+    /// Send times in ns from the first line, after the speed-up.
+    #[serde(skip)]
+    pub times_ns: Arc<[u64]>,
+}

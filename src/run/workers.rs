@@ -1,0 +1,154 @@
+//! Part of the run (wiring): the workers — one pinned thread per CPU of the plan, each given
+//! its share of the schedule, of the in-flight cap and of the descriptor budget, the catalog,
+//! the record channel and the spare buffers' way back — started together and joined. Never
+//! prints.
+
+use super::endpoint::{tls_connector, Endpoint};
+use super::RunError;
+use crate::plan::{Load, Plan};
+use crate::prepare::catalog::Catalog;
+use crate::record::{Record, Spare};
+use crate::rt::clock::RunClock;
+use crate::schedule::Schedule;
+use crate::worker::{self, Shared, WorkerEnd, WorkerSetup, WorkerThread};
+use crossbeam_channel::{Receiver, Sender};
+use std::sync::Arc;
+
+/// Records in flight between workers and the collector; a full channel is counted.
+const RECORD_CHANNEL_CAP: usize = 1 << 14;
+/// Event vectors on their way back to the workers for reuse.
+const RECYCLE_CHANNEL_CAP: usize = 1 << 12;
+/// Time given to worker threads to start and pin before the first arrival is due.
+const START_LEAD_NS: u64 = 20_000_000;
+
+/// The running workers and what the collector needs from them.
+pub(super) struct Started {
+    pub handles: Vec<WorkerThread>,
+    pub records: Receiver<Record>,
+    pub recycle: Sender<Spare>,
+    pub shared: Arc<Shared>,
+    pub clock: RunClock,
+    /// Run-clock time the schedule starts at.
+    pub start_ns: u64,
+    pub schedule: Option<Schedule>,
+}
+
+/// Starts every worker; the schedule begins `START_LEAD_NS` after the run clock's origin.
+pub(super) fn start(plan: &Plan, ep: &Endpoint, catalog: &Catalog) -> Result<Started, RunError> {
+    let plan_arc = Arc::new(plan.clone());
+    let shared = Arc::new(Shared::new(plan.cpus.len()));
+    let (tx, records) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
+    let (recycle, recycled) = crossbeam_channel::bounded::<Spare>(RECYCLE_CHANNEL_CAP);
+    let fd_budget = fd_budget(plan);
+    let schedule = open_schedule(plan);
+    let clock = RunClock::start();
+    let start_ns = clock.now_ns() + START_LEAD_NS;
+    let mut handles = Vec::with_capacity(plan.cpus.len());
+    for (index, &cpu) in plan.cpus.iter().enumerate() {
+        let setup = WorkerSetup {
+            index,
+            workers: plan.cpus.len(),
+            cpu,
+            plan: plan_arc.clone(),
+            addr: ep.addr,
+            catalog: catalog.clone(),
+            clock,
+            start_ns,
+            schedule: schedule.clone(),
+            lane_cap: lane_cap(plan, index, fd_budget),
+            records: tx.clone(),
+            recycled: recycled.clone(),
+            shared: shared.clone(),
+            tls: tls_connector(ep)?,
+        };
+        let handle = worker::spawn(setup).map_err(super::io_err("cannot start a worker thread"))?;
+        handles.push(handle);
+    }
+    Ok(Started {
+        handles,
+        records,
+        recycle,
+        shared,
+        clock,
+        start_ns,
+        schedule,
+    })
+}
+
+/// Waits for every worker; a worker that panicked is an error of the run, not of the caller.
+pub(super) fn join(handles: Vec<WorkerThread>) -> Result<Vec<WorkerEnd>, RunError> {
+    let mut ends = Vec::with_capacity(handles.len());
+    for (index, h) in handles.into_iter().enumerate() {
+        let end = h.join().map_err(|_| RunError::WorkerPanicked(index))?;
+        ends.push(end.map_err(super::io_err("cannot start a worker's runtime"))?);
+    }
+    Ok(ends)
+}
+
+/// Descriptors kept free for everything that is not a connection (files, the ring, timers).
+const FD_RESERVE: u64 = 256;
+
+/// Raises the soft open-files limit to the hard one and returns how many connections the
+/// workers may hold together. The in-process simulator holds the other end of each one in
+/// the same process, so it gets half.
+fn fd_budget(plan: &Plan) -> u64 {
+    let limit = crate::rt::fd::raise_fd_limit();
+    let usable = limit.saturating_sub(FD_RESERVE).max(16);
+    if plan.target.is_none() {
+        usable / 2
+    } else {
+        usable
+    }
+}
+
+/// Worker `index`'s share of the in-flight cap: `--max-concurrency` when given, and never
+/// more connections than the descriptor budget allows. Arrivals are dealt round-robin, so an
+/// even split holds the global cap while no worker waits on another.
+fn lane_cap(plan: &Plan, index: usize, fd_budget: u64) -> usize {
+    let n = plan.cpus.len() as u64;
+    let share = |total: u64| (total / n + u64::from((index as u64) < total % n)).max(1);
+    let by_fds = share(fd_budget);
+    match plan.load {
+        Load::Open {
+            max_concurrency: Some(cap),
+            ..
+        } => share(u64::from(cap)).min(by_fds) as usize,
+        Load::Trace(ref t) => {
+            t.max_concurrency
+                .map_or(by_fds, |cap| share(u64::from(cap)).min(by_fds)) as usize
+        }
+        _ => by_fds as usize,
+    }
+}
+
+/// The open loop's global schedule: exactly rate × horizon arrivals (or the count); a
+/// trace's own times.
+fn open_schedule(plan: &Plan) -> Option<Schedule> {
+    if let Load::Trace(t) = &plan.load {
+        return Some(Schedule::from_trace(t.times_ns.clone()));
+    }
+    let Load::Open {
+        request_rate,
+        arrival,
+        ..
+    } = plan.load
+    else {
+        return None;
+    };
+    let count = plan.stop.request_count.map(|c| c + plan.warmup_requests);
+    let until = plan.stop.duration_ns.map(|d| d + plan.warmup_duration_ns);
+    let schedule = Schedule::new(arrival, request_rate, plan.seed, count, until);
+    schedule.ok()
+}
+
+/// How many requests the run scheduled, counted independently of the records so that
+/// `scheduled = sent + not_sent` is a real check. Open loop: the schedule's length. Closed
+/// loop: the ids the virtual users claimed within the count.
+pub(super) fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: &Shared) -> u64 {
+    if let Some(s) = schedule {
+        return s.len();
+    }
+    let claimed = shared.claimed.load(std::sync::atomic::Ordering::Relaxed);
+    let total = plan.stop.request_count.map(|c| c + plan.warmup_requests);
+    total.map_or(claimed, |t| claimed.min(t))
+}

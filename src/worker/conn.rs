@@ -1,0 +1,332 @@
+//! Part of the worker (schedule → **worker** → http → …): one lane's connection, plain, TLS or
+//! stamped (`--rx-timestamps`), and the exchange that sends a request on it and reads the
+//! response: every step stamped on the run clock, whatever happens turned into exactly one
+//! `Record` (a reused connection the server closed while idle is reopened once, not a
+//! failure). Never prints.
+
+use super::lane::{ConnectGuard, Job};
+use super::sink::{final_outcome, resolve_osl, RecordSink, StreamState};
+use super::Ctx;
+use crate::http::{Limits, Progress, ResponseError, ResponseParser};
+use crate::record::{Outcome, Record};
+use bytes::Bytes;
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::task::Waker;
+use std::time::Duration;
+
+/// Read buffer per connection: a coalesced response of ~60 events fits one read, and 20k
+/// connections stay within a few hundred MB.
+const READ_BUF_BYTES: usize = 16 * 1024;
+
+/// How one exchange ended, before it becomes an outcome.
+enum Ended {
+    Done(Outcome),
+    TimedOut,
+    Cancelled,
+}
+
+/// How one attempt on a connection ended.
+enum Attempt {
+    Finished(Outcome),
+    /// A reused keep-alive connection turned out closed before any response byte: the server
+    /// closed it while idle. Reopen and send again; not a failure of this request.
+    Stale,
+}
+
+/// One connection, plain or TLS: the cases of the hot path's read and write. `Stamped` is a
+/// plain connection whose reads return the kernel's receive stamp (`--rx-timestamps`).
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Stamped(TcpStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<monoio_rustls::ClientTlsStream<TcpStream>>),
+}
+
+/// What one read returned: its result, the buffer back, and the kernel's receive stamp
+/// (`CLOCK_REALTIME` ns) when the connection is `Stamped` and the kernel gave one.
+type ReadResult = (std::io::Result<usize>, Vec<u8>, Option<u64>);
+
+impl Stream {
+    async fn read(&mut self, buf: Vec<u8>) -> ReadResult {
+        let (res, buf) = match self {
+            Stream::Plain(s) => s.read(buf).await,
+            Stream::Stamped(s) => return read_stamped(s, buf).await,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.read(buf).await,
+        };
+        (res, buf, None)
+    }
+
+    async fn write_all(&mut self, bytes: Bytes) -> monoio::BufResult<usize, Bytes> {
+        match self {
+            Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.write_all(bytes).await,
+        }
+    }
+}
+
+/// Waits for readability through monoio, then reads with our own `recvmsg` to get the
+/// control message (see `rxstamp` for why monoio's read cannot carry it). Readiness may be
+/// stale (epoll caches it; `readable(false)` rechecks with `poll(0)`), so `WouldBlock` waits
+/// again.
+async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>) -> ReadResult {
+    use std::os::fd::AsRawFd;
+    loop {
+        if let Err(e) = s.readable(false).await {
+            return (Err(e), buf, None);
+        }
+        match super::rxstamp::recv(s.as_raw_fd(), &mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return (Err(e), buf, None),
+            Ok((n, stamp)) => return (Ok(n), buf, stamp),
+        }
+    }
+}
+
+/// A lane's connection state, reused across requests.
+pub(super) struct Conn {
+    stream: Option<Stream>,
+    parser: ResponseParser,
+    buf: Vec<u8>,
+    cancel_slot: Rc<Cell<Option<Waker>>>,
+    /// A new lane's place in the connect gate, taken when the lane was opened and given
+    /// back when its first connect ends.
+    pub(super) opening: Option<ConnectGuard>,
+}
+
+impl Conn {
+    pub(super) fn new(ctx: &Ctx) -> Self {
+        let mut parser = ResponseParser::new(Limits::default());
+        // The collector counts output tokens from the text only when there is a tokenizer;
+        // otherwise the text is never copied.
+        parser.capture_text(ctx.setup.plan.workload.tokenizer.is_some());
+        Conn {
+            stream: None,
+            parser,
+            buf: Vec::with_capacity(READ_BUF_BYTES),
+            cancel_slot: ctx.cancel.slot(),
+            opening: None,
+        }
+    }
+
+    pub(super) async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
+        let s = &ctx.setup;
+        let entry = s.catalog.get(job.id);
+        let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
+        let spare = ctx.spare();
+        let mut rec = Record {
+            id: job.id,
+            worker: s.index as u16,
+            warmup: warmup_by.any(),
+            warmup_by,
+            intended_ns: job.intended_ns,
+            input_tokens: entry.input_tokens,
+            events: spare.events,
+            text: spare.text,
+            ..Default::default()
+        };
+        ctx.counters.borrow_mut().requests += 1;
+        let limit = Duration::from_nanos(s.plan.request_timeout_ns);
+        let bytes = entry.bytes.clone();
+        let slot = self.cancel_slot.clone();
+        let ended = {
+            let work = monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec));
+            let cancel = ctx.cancel.wait(&slot);
+            monoio::select! {
+                r = work => r.map_or(Ended::TimedOut, Ended::Done),
+                _ = cancel => Ended::Cancelled,
+            }
+        };
+        rec.outcome = match ended {
+            Ended::Done(outcome) => outcome,
+            Ended::TimedOut => self.abandon(Outcome::Timeout),
+            Ended::Cancelled => self.abandon(Outcome::Cancelled),
+        };
+        if rec.outcome != Outcome::Ok {
+            rec.done_ns.get_or_insert(s.clock.now_ns());
+        }
+        resolve_osl(&mut rec);
+        rec
+    }
+
+    /// Drops a connection whose exchange was cut off (timeout, cancel).
+    fn abandon(&mut self, outcome: Outcome) -> Outcome {
+        self.stream = None;
+        self.opening = None;
+        // The cut-off read took the buffer with it; a zero-capacity buffer would read as
+        // end-of-stream on the next request.
+        if self.buf.capacity() == 0 {
+            self.buf = Vec::with_capacity(READ_BUF_BYTES);
+        }
+        outcome
+    }
+
+    /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
+    /// connection when the kept one was found closed.
+    async fn send(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record) -> Outcome {
+        for attempt in 0..2 {
+            let reused = self.stream.is_some();
+            if !reused {
+                if let Err(outcome) = self.connect(ctx, attempt > 0).await {
+                    return outcome;
+                }
+            }
+            clear_response(rec);
+            match self.attempt(ctx, bytes.clone(), rec, attempt == 0).await {
+                Attempt::Finished(outcome) => return outcome,
+                Attempt::Stale if reused => self.stream = None,
+                Attempt::Stale => return Outcome::ResetBeforeHead,
+            }
+        }
+        Outcome::ResetBeforeHead
+    }
+
+    pub(super) async fn connect(&mut self, ctx: &Ctx, reconnect: bool) -> Result<(), Outcome> {
+        let s = &ctx.setup;
+        let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
+        let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
+        let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
+        };
+        let _ = stream.set_nodelay(true);
+        let stream = match &s.tls {
+            None if s.plan.rx_timestamps => stamped(ctx, stream),
+            None => Stream::Plain(stream),
+            // The handshake is part of connecting: bounded by the same timeout, and a
+            // failure (a certificate the pre-run check accepted, then not) is `connect`.
+            #[cfg(feature = "tls")]
+            Some(tls) => {
+                match monoio::time::timeout(limit, tls.connector.connect(tls.name.clone(), stream))
+                    .await
+                {
+                    Ok(Ok(tls_stream)) => Stream::Tls(Box::new(tls_stream)),
+                    Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
+                }
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(tls) => match *tls {},
+        };
+        let mut c = ctx.counters.borrow_mut();
+        c.connections_opened += 1;
+        c.reconnects += u64::from(reconnect);
+        self.stream = Some(stream);
+        Ok(())
+    }
+
+    async fn attempt(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record, first: bool) -> Attempt {
+        let s = &ctx.setup;
+        let mut stream = self.stream.take().expect("connected before the attempt");
+        self.parser.reset();
+        rec.sent_ns = Some(s.clock.now_ns());
+        if first {
+            s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
+        }
+        let (res, _) = stream.write_all(bytes).await;
+        if res.is_err() {
+            return Attempt::Stale;
+        }
+        let mut got_bytes = false;
+        let mut stream_state = StreamState::default();
+        loop {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.clear();
+            let (res, buf, kernel_rt_ns) = stream.read(buf).await;
+            self.buf = buf;
+            let at_ns = s.clock.now_ns();
+            if matches!(stream, Stream::Stamped(_)) {
+                ctx.kernel_rx
+                    .read(&res, kernel_rt_ns, s.clock.origin_mono_ns() + at_ns);
+            }
+            let n = match res {
+                Ok(n) => n,
+                Err(_) if !got_bytes => return Attempt::Stale,
+                Err(_) => return Attempt::Finished(io_outcome(&self.parser)),
+            };
+            let mut sink = RecordSink::new(
+                rec,
+                &mut stream_state,
+                at_ns,
+                s.clock.origin_mono_ns(),
+                s.plan.stream,
+            );
+            let step = if n == 0 {
+                if !got_bytes {
+                    return Attempt::Stale;
+                }
+                self.parser.eof(&mut sink)
+            } else {
+                got_bytes = true;
+                count_read(ctx, sink.rec, n);
+                self.parser.feed(&self.buf[..n], &mut sink)
+            };
+            let events = sink.events;
+            ctx.counters.borrow_mut().events += events;
+            match step {
+                Ok(Progress::NeedMore) => continue,
+                Ok(Progress::Done { keep_alive }) => {
+                    if keep_alive && n > 0 {
+                        self.stream = Some(stream);
+                    }
+                    rec.done_ns = Some(at_ns);
+                    return Attempt::Finished(final_outcome(rec, stream_state.error_event));
+                }
+                Err(e) => return Attempt::Finished(parse_outcome(e)),
+            }
+        }
+    }
+}
+
+/// A plain connection whose reads will carry kernel receive stamps, or a plain one (counted)
+/// when the socket refuses the option.
+fn stamped(ctx: &Ctx, stream: TcpStream) -> Stream {
+    use std::os::fd::AsRawFd;
+    match super::rxstamp::enable(stream.as_raw_fd()) {
+        Ok(()) => Stream::Stamped(stream),
+        Err(e) => {
+            ctx.kernel_rx.refused(&e);
+            Stream::Plain(stream)
+        }
+    }
+}
+
+fn count_read(ctx: &Ctx, rec: &mut Record, n: usize) {
+    rec.reads += 1;
+    rec.bytes += n as u64;
+    let mut c = ctx.counters.borrow_mut();
+    c.reads += 1;
+    c.bytes += n as u64;
+}
+
+fn io_outcome(parser: &ResponseParser) -> Outcome {
+    if parser.head_seen() {
+        Outcome::ResetMidStream
+    } else {
+        Outcome::ResetBeforeHead
+    }
+}
+
+fn parse_outcome(e: ResponseError) -> Outcome {
+    e.outcome()
+}
+
+/// Forgets what a stale attempt left in the record before the request is sent again.
+fn clear_response(rec: &mut Record) {
+    rec.status = 0;
+    rec.head_ns = None;
+    rec.first_token_ns = None;
+    rec.first_output_ns = None;
+    rec.last_token_ns = None;
+    rec.done_ns = None;
+    rec.usage_prompt_tokens = None;
+    rec.usage_completion_tokens = None;
+    rec.cached_tokens = None;
+    rec.events.clear();
+    rec.events_dropped = 0;
+    rec.text.clear();
+}

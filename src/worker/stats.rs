@@ -1,0 +1,182 @@
+//! Part of the worker (schedule → **worker** → http → …): what one worker reports about
+//! itself when it ends — the one `WorkerStats` type. The collector turns it into the summary's
+//! per-worker figures (`summary::WorkerOverhead`) and stores it as it is in the run's
+//! `run.json` (its histograms as `[highest value of the bucket, count]` pairs, which rebuild
+//! the very same buckets), so `ringbench report` reprints them. Its counters are
+//! `summary::WorkerCounts`, the tally the worker keeps while it runs. Never prints.
+
+use crate::summary::WorkerCounts;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest value a histogram tracks exactly: one hour. Larger values are clamped and counted.
+pub const HIST_MAX_NS: u64 = 3_600_000_000_000;
+/// Significant digits every histogram keeps (percentiles within 0.1%).
+pub const HIST_SIGFIG: u8 = 3;
+
+/// A histogram with the bounds every ringbench distribution uses (the workers' own and the
+/// collector's), so that merging them is exact.
+pub fn new_histogram() -> Histogram<u64> {
+    match Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIG) {
+        Ok(h) => h,
+        // The bounds are constants that hdrhistogram accepts; this cannot happen.
+        Err(e) => unreachable!("constant histogram bounds rejected: {e}"),
+    }
+}
+
+/// What one worker reports about itself when it ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    pub worker: u16,
+    pub cpu: usize,
+    /// Thread CPU time and wall time while the worker ran.
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+    /// Event-loop lag probe samples, ns (made with `new_histogram`, so merging is exact).
+    #[serde(rename = "loop_lag_ns", with = "buckets")]
+    pub loop_lag: Histogram<u64>,
+    /// What it did: requests, reads, events, bytes, connections, waits.
+    #[serde(flatten)]
+    pub counts: WorkerCounts,
+    /// Kernel receive stamp → the worker's stamp of the same read (`--rx-timestamps`).
+    #[serde(flatten)]
+    pub kernel_rx: KernelRx,
+    /// Wall time the pacer spent spinning before sends (see `worker::spin`), the driver
+    /// passes that took, and the spin budget at the end, ns.
+    #[serde(default)]
+    pub pacer_spun_ns: u64,
+    #[serde(default)]
+    pub pacer_passes: u64,
+    /// The part of `pacer_spun_ns` in passes that served nothing (idle polling), ns.
+    #[serde(default)]
+    pub pacer_idle_ns: u64,
+    #[serde(default)]
+    pub pacer_spin_budget_ns: u64,
+}
+
+/// One worker's kernel → user delays: one sample per read that carried a kernel receive
+/// stamp, the delay from the kernel's software stamp of the newest segment the read returned
+/// to the worker's stamp of the read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelRx {
+    /// Delays, ns (made with `new_histogram`, so merging is exact).
+    #[serde(
+        rename = "kernel_rx_delay_ns",
+        with = "buckets",
+        default = "new_histogram"
+    )]
+    pub delay_ns: Histogram<u64>,
+    /// Reads with data but no stamp, on connections that asked for stamps.
+    #[serde(rename = "kernel_rx_unstamped", default)]
+    pub unstamped: u64,
+    /// Stamps later than the worker's own (a clock step after the worker started): dropped.
+    #[serde(rename = "kernel_rx_negative", default)]
+    pub negative: u64,
+    /// Why nothing was measured (flag off, TLS, the socket refused), if so.
+    #[serde(rename = "kernel_rx_unavailable", default)]
+    pub unavailable: Option<String>,
+}
+
+impl Default for KernelRx {
+    fn default() -> Self {
+        KernelRx {
+            delay_ns: new_histogram(),
+            unstamped: 0,
+            negative: 0,
+            unavailable: None,
+        }
+    }
+}
+
+impl WorkerStats {
+    /// All counters zero, empty histograms with the standard bounds.
+    pub fn new(worker: u16, cpu: usize) -> Self {
+        WorkerStats {
+            worker,
+            cpu,
+            cpu_ns: 0,
+            wall_ns: 0,
+            loop_lag: new_histogram(),
+            counts: WorkerCounts::default(),
+            kernel_rx: KernelRx::default(),
+            pacer_spun_ns: 0,
+            pacer_passes: 0,
+            pacer_idle_ns: 0,
+            pacer_spin_budget_ns: 0,
+        }
+    }
+}
+
+/// A histogram as `[highest value of the bucket, count]` for each non-empty bucket, and back,
+/// bucket for bucket.
+mod buckets {
+    use super::new_histogram;
+    use hdrhistogram::Histogram;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        let pairs: Vec<[u64; 2]> = h
+            .iter_recorded()
+            .map(|v| [v.value_iterated_to(), v.count_at_value()])
+            .collect();
+        pairs.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let mut h = new_histogram();
+        for [value, count] in Vec::<[u64; 2]>::deserialize(d)? {
+            h.saturating_record_n(value, count);
+        }
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(w: &WorkerStats) -> WorkerStats {
+        serde_json::from_str(&serde_json::to_string(w).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn loop_lag_histograms_rebuild_bucket_for_bucket() {
+        let mut w = WorkerStats::new(3, 1);
+        for v in [1_000u64, 1_001, 55_555, 9_999_999, 123_456_789] {
+            w.loop_lag.record(v).unwrap();
+        }
+        let back = round_trip(&w);
+        assert_eq!(back.loop_lag, w.loop_lag);
+        assert_eq!(back.loop_lag.min(), w.loop_lag.min());
+        assert_eq!(back.loop_lag.max(), w.loop_lag.max());
+        assert_eq!(back.loop_lag.mean(), w.loop_lag.mean());
+    }
+
+    #[test]
+    fn kernel_rx_delays_and_every_count_round_trip_under_their_names() {
+        let mut w = WorkerStats::new(0, 0);
+        for v in [0u64, 7_000, 25_431, 2_000_000] {
+            w.kernel_rx.delay_ns.record(v).unwrap();
+        }
+        w.kernel_rx.unstamped = 3;
+        w.kernel_rx.negative = 1;
+        w.kernel_rx.unavailable = Some("off".into());
+        w.counts.event_vecs_allocated = 9;
+        w.counts.cap_waits = 2;
+        let text = serde_json::to_string(&w).unwrap();
+        for key in [
+            "kernel_rx_delay_ns",
+            "kernel_rx_unstamped",
+            "event_vecs_allocated",
+            "cap_waits",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+        let back = round_trip(&w);
+        assert_eq!(back.kernel_rx.delay_ns, w.kernel_rx.delay_ns);
+        assert_eq!(back.kernel_rx.delay_ns.max(), w.kernel_rx.delay_ns.max());
+        assert_eq!((back.kernel_rx.unstamped, back.kernel_rx.negative), (3, 1));
+        assert_eq!(back.kernel_rx.unavailable.as_deref(), Some("off"));
+        assert_eq!(back.counts, w.counts);
+    }
+}

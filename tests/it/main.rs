@@ -1,0 +1,35 @@
+//! ringbench's integration tests, one binary: the library's public API, the built binary
+//! (`CARGO_BIN_EXE_ringbench`) and the simulator, seen from outside the crate. What needs the
+//! crate's internals is a unit test beside the code instead (`cargo test --lib`).
+//!
+//! Every module runs in this one process, two test threads at a time on a 2-core machine:
+//! a test that starts a run, a simulator under load, the built binary, or anything timed
+//! takes `support::common::lock()` first, so no timing assertion measures another test's
+//! load. Pure parsing needs no lock.
+//!
+//! `parser_fixtures` installs this binary's global allocator (a thread-local allocation
+//! counter, so parallel tests do not disturb its count).
+//!
+//! Run one module: `cargo test --release --test it e2e::`; the layout edges:
+//! `cargo test --release --test it layout:: -- --nocapture`.
+
+mod support;
+
+mod cli_gate;
+mod e2e;
+mod faults;
+mod interrupt;
+mod layout;
+mod osl;
+mod outputs;
+mod parser_fixtures;
+mod records;
+mod rx_timestamps;
+mod secrets;
+mod shape;
+mod sim_truth;
+mod sim_wire;
+mod sweep_cli;
+mod sweep_search;
+mod tls;
+mod workload;

@@ -1,0 +1,272 @@
+//! The workload through the binary: what it prints before a run (counts, length
+//! percentiles, the exact-length method with a real LLM tokenizer — GPT-2's, converted from
+//! the vocabulary the `tiktoken-rs` crate embeds, no download, and checked here against
+//! tiktoken-rs's own encoding), trace replay at the trace's times with its lengths, the
+//! observed prefix reuse, and the refusal of bad input (exit 2). How `prepare` builds each
+//! prompt is a unit test (`src/prepare/workload_tests.rs`). Runs go against the built-in
+//! simulator on loopback, bounded in count, serialized by the one lock.
+
+use crate::support::common::{cpu_pair, lock, made_dir, output, read_json, read_jsonl, ringbench};
+use crate::support::gpt2;
+use std::path::{Path, PathBuf};
+use tokenizers::Tokenizer;
+
+/// GPT-2's tokenizer (converted from tiktoken-rs's embedded r50k_base, see `support::gpt2`).
+fn gpt2() -> &'static Path {
+    gpt2::tokenizer_json()
+}
+
+fn reencode(tok: &Tokenizer, text: &str) -> Vec<u32> {
+    tok.encode(text, false).unwrap().get_ids().to_vec()
+}
+
+#[test]
+fn the_binary_prints_the_workload_and_refuses_bad_input_with_exit_2() {
+    let _g = lock();
+    let dir = made_dir("bin");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\":\"fine\"}\n{\"prompt\": 12}\n").unwrap();
+    let out = output(ringbench(["run", "--quiet", "--dataset"]).arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    let err = &out.stderr;
+    assert!(err.contains("bad.jsonl line 2"), "{err}");
+    let out = output(&mut ringbench([
+        "run",
+        "--quiet",
+        "--tokenizer",
+        "/nonexistent/t.json",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    let out = output(
+        ringbench([
+            "run",
+            "--quiet",
+            "--request-count",
+            "20",
+            "--input-dist",
+            "lognormal:50:400:800",
+            "--output-dist",
+            "uniform:8:0.5",
+            "--cpus",
+            &cpu_pair().0.to_string(),
+            "--tokenizer",
+        ])
+        .arg(gpt2()),
+    );
+    let stdout = &out.stdout;
+    assert!(
+        out.status.success() || out.status.code() == Some(4),
+        "{stdout}"
+    );
+    let first: Vec<&str> = stdout.lines().take(4).collect();
+    assert!(first[0].starts_with("workload: 20 prompts"), "{stdout}");
+    assert!(
+        first[1].contains("input tokens") && first[1].contains("p99"),
+        "{stdout}"
+    );
+    assert!(first[3].contains("exact"), "{stdout}");
+}
+
+#[test]
+fn converted_gpt2_agrees_with_tiktoken_on_real_text() {
+    // Converting the vocabulary, if first, and encoding the README: seconds of CPU.
+    let _g = lock();
+    let tok = Tokenizer::from_file(gpt2()).unwrap();
+    let tiktoken = gpt2::tiktoken();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let samples = [
+        readme.as_str(),
+        "Hello world! Don't we've they'll 12345 3.14159 — naïve café, 日本語のテキスト 🦀",
+        "fn main() {\n    println!(\"{}\", x);\n}\n\tindented\r\n",
+        " leading space and trailing space ",
+    ];
+    for text in samples {
+        let want: Vec<u32> = tiktoken.encode_ordinary(text);
+        assert_eq!(
+            reencode(&tok, text),
+            want,
+            "{:?}",
+            &text[..text.len().min(60)]
+        );
+        assert_eq!(tok.decode(&want, false).unwrap(), text, "decodes back");
+    }
+    // GPT-2's well-known ids: " the" is 262, "Hello" 15496.
+    assert_eq!(reencode(&tok, "Hello the"), vec![15496, 262]);
+}
+
+/// A Mooncake-style trace: `(timestamp ms, input_length, output_length, hash_ids)`.
+type Line = (u64, u32, u32, &'static [u64]);
+
+fn write_trace(name: &str, lines: &[Line]) -> PathBuf {
+    let text: String = lines
+        .iter()
+        .map(|(t, i, o, h)| {
+            let ids = if h.is_empty() {
+                String::new()
+            } else {
+                format!(",\"hash_ids\":{h:?}")
+            };
+            format!("{{\"timestamp\":{t},\"input_length\":{i},\"output_length\":{o}{ids}}}\n")
+        })
+        .collect();
+    let path = made_dir(name).join("trace.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Block size 16: lines 0, 1, 3 share block 1; 0 and 3 share blocks 1–2; line 2 has none.
+const TRACE: &[Line] = &[
+    (1_000, 40, 5, &[1, 2, 3]),
+    (1_000, 20, 3, &[1, 4]),
+    (1_130, 7, 9, &[]),
+    (1_400, 33, 2, &[1, 2, 5]),
+    (2_000, 16, 1, &[6]),
+    (2_001, 1, 4, &[7]),
+];
+
+#[test]
+fn a_trace_is_replayed_at_its_times_with_its_lengths() {
+    let _g = lock();
+    let path = write_trace("replay", TRACE);
+    let out_dir = made_dir("replay-out");
+    let out = output(
+        ringbench([
+            "run",
+            "--quiet",
+            "--trace-block-size",
+            "16",
+            "--replay-speedup",
+            "4",
+        ])
+        .args(["--cpus", &cpu_pair().0.to_string(), "--trace"])
+        .arg(&path)
+        .arg("--tokenizer")
+        .arg(gpt2())
+        .arg("--out")
+        .arg(&out_dir),
+    );
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(
+        out.status.success() || out.status.code() == Some(4),
+        "{stdout}\n{stderr}"
+    );
+    // Before the run: count, span, rate, burstiness, lengths, the hash-id check.
+    assert!(
+        stdout.contains("trace: 6 requests over 0.250 s (speed-up 4×): 19.980 req/s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("gap CV"), "{stdout}");
+    assert!(
+        stdout.contains("hash_ids: 5 lines, 7 distinct blocks of 16 tokens"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("input tokens  p50 16 p90 40 p99 40"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("exact"), "{stdout}");
+    let mut recs = read_jsonl(&out_dir.join("requests.jsonl"));
+    recs.sort_by_key(|r| r["id"].as_u64().unwrap());
+    assert_eq!(recs.len(), TRACE.len(), "every line sent once");
+    let t0 = recs[0]["intended_ns"].as_u64().unwrap();
+    for (r, (ts, isl, osl, _)) in recs.iter().zip(TRACE) {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let want_ns = ((ts - TRACE[0].0) as f64 * 1e6 / 4.0).round() as u64;
+        assert_eq!(r["intended_ns"].as_u64().unwrap() - t0, want_ns, "{r}");
+        assert_eq!(r["input_tokens"], *isl);
+        // The simulator answers exactly max_tokens.
+        assert_eq!(r["output_tokens"], *osl);
+    }
+    let s = read_json(&out_dir.join("summary.json"));
+    assert_eq!(s["counts"]["scheduled"], 6);
+    assert_eq!(s["counts"]["ok"], 6);
+    let rate = s["target"]["request_rate"].as_f64().unwrap();
+    assert!(
+        (rate - 5.0 / 0.25025).abs() < 1e-9,
+        "trace rate × speed-up: {rate}"
+    );
+    assert_eq!(s["config"]["load"]["mode"], "trace");
+    assert_eq!(s["config"]["load"]["stats"]["requests"], 6);
+    let osl_mismatch = s
+        .to_string()
+        .contains("got a different number of output tokens");
+    assert!(
+        !osl_mismatch,
+        "per-line max_tokens are not one asked length"
+    );
+}
+
+#[test]
+fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
+    let _g = lock();
+    let run = |args: &[&str], trace: &Path| {
+        let out = output(
+            ringbench(["run", "--quiet"])
+                .args(args)
+                .arg("--trace")
+                .arg(trace),
+        );
+        (out.status.code(), out.stderr)
+    };
+    // Made with 16-token blocks, replayed with Mooncake's 512.
+    let mismatch = write_trace("mismatch", &[(0, 100, 1, &[1, 2, 3, 4, 5, 6, 7])]);
+    let (code, err) = run(&[], &mismatch);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("line 1") && err.contains("--trace-block-size 16"),
+        "{err}"
+    );
+    let dir = made_dir("badline");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"timestamp\":0,\"input_length\":3,\"output_length\":1}\n{\"timestamp\":5,\"input_length\":-3}\n").unwrap();
+    let (code, err) = run(&[], &bad);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("bad.jsonl line 2"), "{err}");
+    let ok = write_trace("conflicts", &[(0, 3, 1, &[])]);
+    for flags in [
+        &["--request-rate", "5"][..],
+        &["--concurrency", "2"],
+        &["--dataset", "x.jsonl"],
+        &["--request-count", "3"],
+        &["--input-tokens", "9"],
+    ] {
+        let (code, err) = run(flags, &ok);
+        assert_eq!(code, Some(2), "{flags:?}: {err}");
+        assert!(err.contains("--trace"), "{flags:?}: {err}");
+    }
+    let (code, err) = run(&["--warmup-requests", "1"], &ok);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--warmup-requests"), "{err}");
+}
+
+#[test]
+fn the_console_puts_observed_prefix_reuse_beside_the_intended() {
+    let _g = lock();
+    let out = output(
+        ringbench([
+            "run",
+            "--quiet",
+            "--prefix-groups",
+            "2",
+            "--prefix-tokens",
+            "16",
+        ])
+        .args([
+            "--request-count",
+            "12",
+            "--concurrency",
+            "2",
+            "--allow-invalid",
+        ])
+        .args(["--cpus", &cpu_pair().0.to_string()]),
+    );
+    let stdout = &out.stdout;
+    assert!(out.status.success(), "{stdout}");
+    // The built-in simulator reports no cached tokens: the console says so, never 0%.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Prefix reuse intended / cached:"))
+        .unwrap_or_else(|| panic!("no prefix line in:\n{stdout}"));
+    assert!(line.contains("% / not reported by the server"), "{line}");
+}
