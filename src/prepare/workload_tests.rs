@@ -12,8 +12,9 @@ use crate::plan::workload::LengthDist;
 use crate::plan::workload::PrefixSpec;
 use crate::plan::workload::{DatasetKind, DatasetSpec, Sampling};
 use crate::plan::{Load, Plan, Stop};
+use crate::run::testkit::trace::{write_trace, TRACE};
 use crate::run::testkit::{self, lock, made_dir};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tokenizers::Tokenizer;
 
 /// GPT-2's tokenizer (converted from tiktoken-rs's embedded r50k_base, see `testkit::gpt2`).
@@ -222,41 +223,10 @@ fn a_run_with_heavy_tailed_lengths_stores_the_workload_in_the_summary() {
     assert_eq!(v["config"]["workload"]["output"]["kind"], "lognormal");
 }
 
-/// A Mooncake-style trace: `(timestamp ms, input_length, output_length, hash_ids)` (the
-/// same lines as `tests/it/workload.rs` replays through the binary).
-type Line = (u64, u32, u32, &'static [u64]);
-
-fn write_trace(name: &str, lines: &[Line]) -> PathBuf {
-    let text: String = lines
-        .iter()
-        .map(|(t, i, o, h)| {
-            let ids = if h.is_empty() {
-                String::new()
-            } else {
-                format!(",\"hash_ids\":{h:?}")
-            };
-            format!("{{\"timestamp\":{t},\"input_length\":{i},\"output_length\":{o}{ids}}}\n")
-        })
-        .collect();
-    let path = made_dir(name).join("trace.jsonl");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Block size 16: lines 0, 1, 3 share block 1; 0 and 3 share blocks 1–2; line 2 has none.
-const TRACE: &[Line] = &[
-    (1_000, 40, 5, &[1, 2, 3]),
-    (1_000, 20, 3, &[1, 4]),
-    (1_130, 7, 9, &[]),
-    (1_400, 33, 2, &[1, 2, 5]),
-    (2_000, 16, 1, &[6]),
-    (2_001, 1, 4, &[7]),
-];
-
 #[test]
 fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
     let tok = Tokenizer::from_file(gpt2()).unwrap();
-    let path = write_trace("prompts", TRACE);
+    let path = write_trace(&made_dir("prompts"), TRACE);
     let mut p = Plan::defaults();
     p.load = Load::Trace(crate::plan::workload::TraceLoad::open(&path, 16, 1.0, None).unwrap());
     p.workload.tokenizer = Some(gpt2().to_path_buf());

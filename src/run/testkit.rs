@@ -20,6 +20,8 @@ use std::sync::{Mutex, MutexGuard};
 /// file as `support::gpt2`: one converter for both.
 #[path = "../../tests/it/support/gpt2.rs"]
 pub(crate) mod gpt2;
+#[path = "../../tests/it/support/trace.rs"]
+pub(crate) mod trace;
 
 /// Serializes the unit tests that load the two shared cores or time something. A test that
 /// panicked while holding it poisons it; the next one takes it anyway, since the lock guards

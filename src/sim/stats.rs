@@ -36,7 +36,7 @@ pub struct SimStats {
     pub accept_errors: u64,
     /// Sum of the threads' `CLOCK_THREAD_CPUTIME`.
     pub cpu_ns: u64,
-    /// `"uring"`, `"epoll"`, or `"mixed"` if threads ended up on different drivers.
+    /// `"io_uring"`, `"epoll"`, or `"mixed"` if threads ended up on different drivers.
     pub io_driver: String,
     /// Faults injected (`--fault`), requests and refused connections together.
     pub faults: u64,

@@ -18,7 +18,7 @@ const MAX_TOP_LEVEL: usize = 18;
 /// Modules that describe a run or its result and may import no other module of the crate.
 const LEAVES: [&str; 2] = ["plan", "summary"];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -62,7 +62,7 @@ fn code_only(text: &str) -> String {
 /// Where the literal or comment starting at `i` ends (the index after it), or `None` when
 /// none starts there: strings (`"…"`, `b"…"`, raw `r#"…"#`), char literals (`'x'`, `'\n'`,
 /// `'\u{7d}'`, not lifetimes) and comments (`//`, nested `/* */`).
-fn literal_end(c: &[char], i: usize) -> Option<usize> {
+pub(crate) fn literal_end(c: &[char], i: usize) -> Option<usize> {
     let at = |k: usize| c.get(k).copied();
     let after_ident = i > 0 && (c[i - 1].is_ascii_alphanumeric() || c[i - 1] == '_');
     match c[i] {

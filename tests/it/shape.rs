@@ -2,23 +2,13 @@
 //! paragraph (where it sits in the flow and what it may not do), `main.rs` stays a thin edge,
 //! and no function outside the tests is longer than a reader can hold (`MAX_FN_LINES`).
 
+use crate::layout::{literal_end, rust_files};
 use std::path::{Path, PathBuf};
 
 /// Most lines a non-test function may span, its signature and closing brace included.
 const MAX_FN_LINES: usize = 80;
 /// Most lines `main.rs` may have.
 const MAX_MAIN_LINES: usize = 200;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 fn src_files() -> Vec<PathBuf> {
     let mut files = vec![];
@@ -30,86 +20,29 @@ fn src_files() -> Vec<PathBuf> {
     files
 }
 
-/// The source with comments, strings and char literals blanked (newlines kept), so braces and
-/// keywords in them do not count.
+/// The source with comments, strings and char literals blanked (newlines kept, so line
+/// numbers stay), so braces and keywords in them do not count.
 fn code_only(text: &str) -> String {
-    let b: Vec<char> = text.chars().collect();
+    let c: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
-    let keep_newlines = |s: &[char], out: &mut String| {
-        out.extend(s.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }))
-    };
-    while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            let end = (i..b.len()).find(|&j| b[j] == '\n').unwrap_or(b.len());
-            keep_newlines(&b[i..end], &mut out);
-            i = end;
-        } else if c == '/' && next == Some('*') {
-            let end = (i + 2..b.len().saturating_sub(1))
-                .find(|&j| b[j] == '*' && b[j + 1] == '/')
-                .map_or(b.len(), |j| j + 2);
-            keep_newlines(&b[i..end], &mut out);
-            i = end;
-        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !ident_before(&b, i) {
-            // r"...", r#"..."#: find the hashes, then the matching close.
-            let mut j = i + 1;
-            let mut hashes = 0;
-            while b.get(j) == Some(&'#') {
-                hashes += 1;
-                j += 1;
+    while i < c.len() {
+        match literal_end(&c, i) {
+            Some(end) => {
+                out.extend(
+                    c[i..end]
+                        .iter()
+                        .map(|&ch| if ch == '\n' { '\n' } else { ' ' }),
+                );
+                i = end;
             }
-            if b.get(j) != Some(&'"') {
-                out.push(c);
+            None => {
+                out.push(c[i]);
                 i += 1;
-                continue;
             }
-            let close: String = std::iter::once('"')
-                .chain("#".repeat(hashes).chars())
-                .collect();
-            let rest: String = b[j + 1..].iter().collect();
-            let end = rest
-                .find(&close)
-                .map_or(b.len(), |k| j + 1 + rest[..k].chars().count() + close.len());
-            keep_newlines(&b[i..end], &mut out);
-            i = end;
-        } else if c == '"' {
-            let mut j = i + 1;
-            while j < b.len() && b[j] != '"' {
-                j += if b[j] == '\\' { 2 } else { 1 };
-            }
-            keep_newlines(&b[i..(j + 1).min(b.len())], &mut out);
-            i = j + 1;
-        } else if c == '\'' {
-            // A char literal ('x', '\n', '{') — not a lifetime ('a).
-            let lit = if next == Some('\\') {
-                (i + 2..b.len().min(i + 12)).find(|&j| b[j] == '\'')
-            } else if b.get(i + 2) == Some(&'\'') {
-                Some(i + 2)
-            } else {
-                None
-            };
-            match lit {
-                Some(end) => {
-                    keep_newlines(&b[i..=end], &mut out);
-                    i = end + 1;
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        } else {
-            out.push(c);
-            i += 1;
         }
     }
     out
-}
-
-fn ident_before(b: &[char], i: usize) -> bool {
-    i > 0 && (b[i - 1].is_alphanumeric() || b[i - 1] == '_')
 }
 
 /// `(first line, last line, name)` of every function with a body outside `#[cfg(test)]`

@@ -8,7 +8,8 @@
 
 use crate::support::common::{cpu_pair, lock, made_dir, output, read_json, read_jsonl, ringbench};
 use crate::support::gpt2;
-use std::path::{Path, PathBuf};
+use crate::support::trace::{write_trace, TRACE};
+use std::path::Path;
 use tokenizers::Tokenizer;
 
 /// GPT-2's tokenizer (converted from tiktoken-rs's embedded r50k_base, see `support::gpt2`).
@@ -95,40 +96,10 @@ fn converted_gpt2_agrees_with_tiktoken_on_real_text() {
     assert_eq!(reencode(&tok, "Hello the"), vec![15496, 262]);
 }
 
-/// A Mooncake-style trace: `(timestamp ms, input_length, output_length, hash_ids)`.
-type Line = (u64, u32, u32, &'static [u64]);
-
-fn write_trace(name: &str, lines: &[Line]) -> PathBuf {
-    let text: String = lines
-        .iter()
-        .map(|(t, i, o, h)| {
-            let ids = if h.is_empty() {
-                String::new()
-            } else {
-                format!(",\"hash_ids\":{h:?}")
-            };
-            format!("{{\"timestamp\":{t},\"input_length\":{i},\"output_length\":{o}{ids}}}\n")
-        })
-        .collect();
-    let path = made_dir(name).join("trace.jsonl");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Block size 16: lines 0, 1, 3 share block 1; 0 and 3 share blocks 1–2; line 2 has none.
-const TRACE: &[Line] = &[
-    (1_000, 40, 5, &[1, 2, 3]),
-    (1_000, 20, 3, &[1, 4]),
-    (1_130, 7, 9, &[]),
-    (1_400, 33, 2, &[1, 2, 5]),
-    (2_000, 16, 1, &[6]),
-    (2_001, 1, 4, &[7]),
-];
-
 #[test]
 fn a_trace_is_replayed_at_its_times_with_its_lengths() {
     let _g = lock();
-    let path = write_trace("replay", TRACE);
+    let path = write_trace(&made_dir("replay"), TRACE);
     let out_dir = made_dir("replay-out");
     let out = output(
         ringbench([
@@ -210,7 +181,10 @@ fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
         (out.status.code(), out.stderr)
     };
     // Made with 16-token blocks, replayed with Mooncake's 512.
-    let mismatch = write_trace("mismatch", &[(0, 100, 1, &[1, 2, 3, 4, 5, 6, 7])]);
+    let mismatch = write_trace(
+        &made_dir("mismatch"),
+        &[(0, 100, 1, &[1, 2, 3, 4, 5, 6, 7])],
+    );
     let (code, err) = run(&[], &mismatch);
     assert_eq!(code, Some(2), "{err}");
     assert!(
@@ -223,7 +197,7 @@ fn bad_traces_and_conflicting_flags_exit_2_naming_the_fix() {
     let (code, err) = run(&[], &bad);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("bad.jsonl line 2"), "{err}");
-    let ok = write_trace("conflicts", &[(0, 3, 1, &[])]);
+    let ok = write_trace(&made_dir("conflicts"), &[(0, 3, 1, &[])]);
     for flags in [
         &["--request-rate", "5"][..],
         &["--concurrency", "2"],

@@ -6,3 +6,4 @@
 
 pub mod common;
 pub mod gpt2;
+pub mod trace;
