@@ -163,6 +163,14 @@ pub struct RunArgs {
     /// Zipf exponent of group popularity (default: groups equally likely).
     #[arg(long, value_name = "S", requires = "prefix_groups")]
     pub prefix_zipf: Option<f64>,
+    /// Let prompts repeat: no per-request salt at the start of each prompt, no per-run nonce
+    /// (a run longer than the 1,024 built prompts, and every rerun, sends them again).
+    #[arg(long)]
+    pub no_prompt_salt: bool,
+    /// The run's salt nonce (summary.json's config.workload.prompt_nonce): a rerun with it
+    /// sends the same bytes [default: random per run, so every run meets a cold cache].
+    #[arg(long, value_name = "N", conflicts_with = "no_prompt_salt")]
+    pub prompt_nonce: Option<u64>,
     /// Replay a timestamped trace (Mooncake JSONL: timestamp ms, input_length,
     /// output_length, optional hash_ids): every line sent at its recorded time.
     #[arg(long, value_name = "FILE", conflicts_with_all = TRACE_CONFLICTS)]

@@ -47,6 +47,8 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
         dataset: dataset_of(a),
         prefix,
         request: request_of(a)?,
+        prompt_salt: !a.no_prompt_salt,
+        prompt_nonce: a.prompt_nonce,
     })
 }
 

@@ -160,19 +160,41 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
 /// The four blocks `vllm bench serve` prints, in its order.
 /// With shared prefixes: the reuse the workload was built for beside what the server says
 /// it served from its cache (`usage.prompt_tokens_details.cached_tokens`).
+/// Without them: what the server said it served from cache, when it said.
+/// And how many distinct prompts the run sent.
 fn prefix_reuse(s: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let Some(p) = s.workload.as_ref().and_then(|w| w.prefix.as_ref()) else {
+    let Some(w) = s.workload.as_ref() else {
         return Ok(());
     };
-    let observed = match p.observed_cached_rate {
-        Some(r) => format!("{:.1}% ({} reports)", r * 100.0, p.observed_reports),
+    if let (Some(sent), Some(distinct)) = (w.prompts_sent, w.distinct_prompts_sent) {
+        let how = match (&w.salt, s.config["workload"]["prompt_nonce"].as_u64()) {
+            (Some(salt), Some(nonce)) => {
+                format!(" (salt {} tokens, --prompt-nonce {nonce})", salt.tokens)
+            }
+            (None, _) => " (unsalted)".to_string(),
+            _ => String::new(),
+        };
+        row(
+            out,
+            "Distinct prompts sent:",
+            format!("{distinct} of {sent}{how}"),
+        )?;
+    }
+    let observed = match w.observed_cached_rate {
+        Some(r) => format!("{:.1}% ({} reports)", r * 100.0, w.observed_reports),
         None => "not reported by the server".to_string(),
     };
-    row(
-        out,
-        "Prefix reuse intended / cached:",
-        format!("{:.1}% / {observed}", p.intended_reuse_rate * 100.0),
-    )
+    match &w.prefix {
+        Some(p) => row(
+            out,
+            "Prefix reuse intended / cached:",
+            format!("{:.1}% / {observed}", p.intended_reuse_rate * 100.0),
+        ),
+        None if w.observed_cached_rate.is_some() => {
+            row(out, "Prompt tokens served from cache:", observed)
+        }
+        None => Ok(()),
+    }
 }
 
 fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
@@ -442,6 +464,25 @@ pub fn workload_lines(plan: &Plan, w: &WorkloadStats) -> Vec<String> {
         format!("  output tokens {} (max_tokens asked)", r(&w.output_tokens)),
         format!("  input lengths: {}", w.input_method),
     ]);
+    match &w.salt {
+        Some(salt) => out.push(format!(
+            "  salted: {} tokens {} (of {}: {}), from the request id and --prompt-nonce {}; \
+             --no-prompt-salt lets prompts repeat",
+            salt.tokens,
+            salt.at,
+            salt.pool_words,
+            salt.pool,
+            plan.workload
+                .prompt_nonce
+                .map_or("(drawn at the start)".to_string(), |n| n.to_string()),
+        )),
+        None if matches!(plan.load, Load::Trace(_)) => {}
+        None => out.push(format!(
+            "  unsalted (--no-prompt-salt): a run over {} requests repeats prompts, and so does \
+             every rerun; a prefix cache will serve them",
+            w.distinct_prompts
+        )),
+    }
     if let Some(p) = &w.prefix {
         out.push(format!(
             "  shared prefixes: {} groups × {} tokens{}; intended reuse {:.1}% of input tokens",

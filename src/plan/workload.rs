@@ -36,7 +36,7 @@ pub struct RequestOptions {
 }
 
 /// The workload part of the `Plan`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WorkloadSpec {
     /// A Hugging Face `tokenizer.json`, for exact-length prompts and exact input counts
@@ -52,6 +52,30 @@ pub struct WorkloadSpec {
     pub prefix: Option<PrefixSpec>,
     /// Fields added to every request body.
     pub request: RequestOptions,
+    /// A few tokens at the start of every prompt (after a shared prefix) derived from the
+    /// request id and `prompt_nonce`, so no two requests of a run, and no two runs, share more
+    /// of a prompt than the workload intends (`--no-prompt-salt` turns it off). A trace is not
+    /// salted per request (its `hash_ids` say what lines share); the nonce changes its text.
+    pub prompt_salt: bool,
+    /// What makes this run's salts differ from every other run's (`--prompt-nonce`); `None`
+    /// until the run starts, which draws one at random and records it in the summary's
+    /// `config`, so a rerun with `--prompt-nonce N` sends the same bytes.
+    pub prompt_nonce: Option<u64>,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            tokenizer: None,
+            input: None,
+            output: None,
+            dataset: None,
+            prefix: None,
+            request: RequestOptions::default(),
+            prompt_salt: true,
+            prompt_nonce: None,
+        }
+    }
 }
 
 /// Which file format.
@@ -112,6 +136,15 @@ impl DatasetSpec {
         };
         format!("{kind} {} ({sampling})", self.path.display())
     }
+}
+
+/// SplitMix64's finalizer: a bijection of `u64` whose output bits each depend on every input
+/// bit. Seeds the per-block and per-line random streams and derives per-point nonces.
+pub fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 /// z such that P(Z ≤ z) = 0.99 for a standard normal: ties a lognormal's p99 to its sigma.

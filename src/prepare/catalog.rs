@@ -5,29 +5,52 @@
 //! What each request asks (prompt, ISL, `max_tokens`) is decided by `workload` before this;
 //! here it only becomes bytes. The catalog is bounded (`workload::MAX_DISTINCT` entries, cycled
 //! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`), so memory does
-//! not grow with the run.
+//! not grow with the run. A salted entry knows where its salt's bytes are; `Catalog::write`
+//! copies the entry into the lane's own buffer and writes the request's salt there — a copy
+//! and a few word-sized writes, no allocation once the buffer has grown, and no count shared
+//! with other cores (a shared `Bytes` would bump one refcount from every core).
 
 use crate::plan::{Endpoint, Plan};
+use crate::prepare::salt::{SaltAt, SaltPool};
 #[cfg(test)]
 use crate::prepare::Prepared;
 use crate::prepare::Prompt;
 use crate::summary::workload::WorkloadStats;
-use bytes::Bytes;
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// One pre-built request.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    pub bytes: Bytes,
+    /// Head and body, with the words of salt value 0 where the salt goes.
+    pub bytes: Box<[u8]>,
     pub input_tokens: u32,
     /// `max_tokens` asked: the intended output length.
     pub output_tokens: u32,
+    /// Where in `bytes` the salt's words are.
+    pub salt: Option<Spot>,
 }
 
-/// All requests of a run; entry `id % len` is sent for arrival `id`.
+/// A salt's place in an entry's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spot {
+    pub at: u32,
+    pub words: u32,
+}
+
+/// All requests of a run; entry `id % len` is sent for arrival `id`. Clones share the
+/// entries (read-only).
 #[derive(Clone, Debug)]
 pub struct Catalog {
-    entries: Vec<Entry>,
+    entries: Arc<[Entry]>,
+    salt: Option<Arc<SaltPool>>,
+    /// Added to the id before it becomes salt digits (the plan's `prompt_nonce`).
+    nonce: u64,
+    /// Entries whose bytes are the same share a class: what distinct prompts are counted by.
+    class_of: Arc<[u32]>,
+    /// Distinct salts of each class (1 unsalted).
+    class_values: Arc<[u64]>,
     pub input_method: String,
 }
 
@@ -36,7 +59,8 @@ impl Catalog {
     #[cfg(test)]
     pub fn build(plan: &Plan, prepared: &Prepared, host_header: &str, model: &str) -> Catalog {
         let prompts = prepared.prompts.clone();
-        Catalog::from_prompts(plan, prompts, &prepared.stats, host_header, model)
+        let salt = prepared.salt.clone();
+        Catalog::from_prompts(plan, prompts, salt, &prepared.stats, host_header, model)
     }
 
     /// `build`, consuming the prompts: each text is freed once it is bytes, so a large trace
@@ -44,27 +68,91 @@ impl Catalog {
     pub fn from_prompts(
         plan: &Plan,
         prompts: Vec<Prompt>,
+        salt: Option<SaltPool>,
         stats: &WorkloadStats,
         host_header: &str,
         model: &str,
     ) -> Catalog {
         let head_extra = extra_headers(plan);
-        let entries = prompts
+        let mut classes = HashMap::<(u64, u32), u32>::new();
+        let mut class_values = vec![];
+        let mut class_of = Vec::with_capacity(prompts.len());
+        let entries: Vec<Entry> = prompts
             .into_iter()
             .map(|p| {
                 let body = request_body(plan, model, &p);
+                let salt_in_body = match (p.salt, &salt) {
+                    (Some(at), Some(pool)) => Some(locate(plan, model, &p, &body, at, pool)),
+                    _ => None,
+                };
                 let bytes = request_bytes(plan.endpoint, host_header, &head_extra, &body);
+                let head_len = (bytes.len() - body.len()) as u32;
+                let spot = salt_in_body.map(|at| Spot {
+                    at: head_len + at,
+                    words: p.salt.map_or(0, |s| s.words),
+                });
+                let words = spot.map_or(0, |s| s.words);
+                let next = classes.len() as u32;
+                let class = *classes.entry((hash(&bytes), words)).or_insert(next);
+                if class == next {
+                    class_values.push(match (&salt, spot) {
+                        (Some(pool), Some(s)) => pool.values(s.words),
+                        _ => 1,
+                    });
+                }
+                class_of.push(class);
                 Entry {
-                    bytes: Bytes::from(bytes),
+                    bytes: bytes.into_boxed_slice(),
                     input_tokens: p.input_tokens,
                     output_tokens: p.max_tokens,
+                    salt: spot,
                 }
             })
             .collect();
         Catalog {
-            entries,
+            entries: entries.into(),
+            salt: salt.map(Arc::new),
+            nonce: plan.workload.prompt_nonce.unwrap_or(0),
+            class_of: class_of.into(),
+            class_values: class_values.into(),
             input_method: stats.input_method.clone(),
         }
+    }
+
+    /// The bytes of request `id` into `out` (cleared first): its entry, with its own salt
+    /// (digits of `id + nonce`) when salted. Returns the entry.
+    #[inline]
+    pub fn write(&self, id: u64, out: &mut Vec<u8>) -> &Entry {
+        let e = self.get(id);
+        out.clear();
+        out.extend_from_slice(&e.bytes);
+        if let (Some(spot), Some(pool)) = (e.salt, &self.salt) {
+            pool.write(
+                id.wrapping_add(self.nonce),
+                spot.words,
+                &mut out[spot.at as usize..],
+            );
+        }
+        e
+    }
+
+    /// A zeroed count of the prompts a run sends, for the collector.
+    pub fn prompt_tally(&self) -> PromptTally {
+        PromptTally {
+            entries: self.entries.len() as u64,
+            class_of: self.class_of.clone(),
+            class_values: self.class_values.clone(),
+            sends: vec![0; self.class_values.len()],
+        }
+    }
+
+    /// The longest request, bytes: what a lane's send buffer grows to.
+    pub fn max_request_bytes(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| e.bytes.len())
+            .max()
+            .unwrap_or(0)
     }
 
     /// The largest `max_tokens` of any entry.
@@ -76,6 +164,7 @@ impl Catalog {
             .unwrap_or(1)
     }
 
+    /// The entry sent for `id`: the catalog's bytes, before the salt of `id` is written.
     #[inline]
     pub fn get(&self, id: u64) -> &Entry {
         &self.entries[(id % self.entries.len() as u64) as usize]
@@ -85,6 +174,75 @@ impl Catalog {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+}
+
+/// Counts the requests sent per class of identical entries; the distinct prompts among them
+/// are, per class, the fewer of its sends and its distinct salts. Exact when the ids sent to
+/// a class are consecutive in it (a run sends ids 0, 1, 2 …, so they are, unless it was cut
+/// short) and for every class whose salts outnumber the run's requests (every full salt).
+#[derive(Clone, Debug)]
+pub struct PromptTally {
+    entries: u64,
+    class_of: Arc<[u32]>,
+    class_values: Arc<[u64]>,
+    sends: Vec<u64>,
+}
+
+impl PromptTally {
+    /// Request `id` was sent.
+    pub fn sent(&mut self, id: u64) {
+        let class = self.class_of[(id % self.entries) as usize];
+        self.sends[class as usize] += 1;
+    }
+
+    /// Requests sent.
+    pub fn total(&self) -> u64 {
+        self.sends.iter().sum()
+    }
+
+    /// Distinct prompts among them.
+    pub fn distinct(&self) -> u64 {
+        self.sends
+            .iter()
+            .zip(self.class_values.iter())
+            .map(|(&n, &values)| n.min(values))
+            .sum()
+    }
+}
+
+/// 64-bit FNV-1a: entries are grouped by it (a collision would only merge two classes).
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Where the salt of `p` is in its serialized `body`: the body is serialized again with the
+/// salt's bytes all `A` (which no salt word has, and JSON does not escape), and the salt is
+/// where the two first differ. Both are the same length, and they differ in exactly the
+/// salt's span.
+fn locate(plan: &Plan, model: &str, p: &Prompt, body: &[u8], at: SaltAt, pool: &SaltPool) -> u32 {
+    let span = pool.span(at.words);
+    let mut marked = p.clone();
+    let a = "A".repeat(span);
+    marked.text.replace_range(at.at..at.at + span, &a);
+    if let Some(i) = at.message {
+        if let Some(serde_json::Value::String(c)) = marked
+            .messages
+            .as_mut()
+            .and_then(|m| m.get_mut(i))
+            .and_then(|m| m.get_mut("content"))
+        {
+            c.replace_range(..span, &a);
+        }
+    }
+    let other = request_body(plan, model, &marked);
+    let from = body.iter().zip(&other).position(|(x, y)| x != y);
+    let differ = body.iter().zip(&other).filter(|(x, y)| x != y).count();
+    match from {
+        Some(i) if other.len() == body.len() && differ == span => i as u32,
+        _ => unreachable!("a salt's bytes are plain ASCII and appear once in the body"),
     }
 }
 

@@ -6,27 +6,34 @@
 //! Memory: a catalog of at most `MAX_DISTINCT` distinct prompts is built and cycled by request
 //! id. Generating a prompt per id from the seed would mean tokenizing (or at least allocating
 //! and serializing) on the hot path; a bounded catalog costs a few MB and nothing per request.
-//! The price is that a run longer than the catalog repeats prompts, which a server's prefix
-//! cache may serve whole: `Prefix::repeat_note` says so when it can happen. A trace replay
-//! (`--trace`) instead gets one prompt per line, bounded by `trace::MAX_TRACE_REQUESTS`.
+//! What keeps a run longer than the catalog from repeating prompts (which a server's prefix
+//! cache would serve whole) is the salt (`salt`): a few words at the start of every prompt,
+//! rewritten per request from its id and the run's nonce, counted in its length. A trace
+//! replay (`--trace`) instead gets one prompt per line, bounded by
+//! `trace::MAX_TRACE_REQUESTS`, unsalted (its `hash_ids` say what lines share) but written
+//! from a seed the nonce changes, so a rerun does not meet its own cache either.
 
 pub mod catalog;
 pub mod dataset;
 #[cfg(test)]
 mod length_tests;
+pub mod salt;
+#[cfg(test)]
+mod salt_tests;
 pub mod tokenizer;
 pub mod trace;
 #[cfg(test)]
 mod workload_tests;
 
 use self::dataset::{DatasetError, Item};
+use self::salt::{SaltAt, SaltPool};
 use self::tokenizer::{PromptTokenizer, TokenizerError};
-use crate::plan::workload::LengthDist;
 use crate::plan::workload::WorkloadSpec;
+use crate::plan::workload::{splitmix64, LengthDist};
 use crate::plan::workload::{TraceLoad, TraceRequest};
 use crate::plan::{Load, Plan};
 use crate::summary::workload::Realized;
-use crate::summary::workload::{PrefixStats, WorkloadStats};
+use crate::summary::workload::{PrefixStats, SaltStats, WorkloadStats};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
@@ -65,6 +72,8 @@ pub struct Prompt {
     pub group: Option<u32>,
     /// Chat messages sent as given (a JSONL dataset's `messages`); `text` is their content.
     pub messages: Option<serde_json::Value>,
+    /// Where its salt is (the words of salt value 0 until a worker writes the request's).
+    pub salt: Option<SaltAt>,
 }
 
 /// A tokenizer or a dataset that cannot be used as given (bad input: exit code 2); the
@@ -84,6 +93,8 @@ pub enum WorkloadError {
 pub struct Prepared {
     pub prompts: Vec<Prompt>,
     pub stats: WorkloadStats,
+    /// The words salts are made of; `None` when prompts are not salted.
+    pub salt: Option<SaltPool>,
 }
 
 /// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`.
@@ -104,17 +115,28 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
         .as_deref()
         .map(PromptTokenizer::load)
         .transpose()?;
-    let texts = Texts { tok: tok.as_ref() };
+    let unsalted = Texts {
+        tok: tok.as_ref(),
+        salt: None,
+    };
     if let Load::Trace(t) = &plan.load {
-        let prompts = trace_prompts(&texts, plan.seed, t)?;
-        let stats = stats_of(plan, tok.as_ref(), &prompts);
-        return Ok(Prepared { prompts, stats });
+        return trace_prepared(plan, &unsalted, t);
     }
+    let salt = salt_pool(spec, tok.as_ref())?;
+    let texts = Texts {
+        tok: tok.as_ref(),
+        salt: salt.as_ref(),
+    };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ 0x5eed_ca7a);
     let n = distinct_for(plan);
+    // Shared prefixes are the part meant to repeat: never salted.
     let prefixes = match &spec.prefix {
         Some(p) => (0..p.groups)
-            .map(|_| texts.synthetic(&mut rng, "", 0, p.tokens))
+            .map(|_| {
+                unsalted
+                    .synthetic(&mut rng, "", 0, p.tokens)
+                    .map(|(s, _)| s)
+            })
             .collect::<Result<Vec<_>, _>>()?,
         None => vec![],
     };
@@ -142,31 +164,130 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
         let item = items.as_ref().map(|v| &v[i]);
         prompts.push(texts.prompt(&mut rng, item, prefix, &input, &output, spec, group)?);
     }
-    let stats = stats_of(plan, tok.as_ref(), &prompts);
-    Ok(Prepared { prompts, stats })
+    if let (Some(t), Some(pool)) = (&tok, &salt) {
+        salt_keeps_lengths(t, pool, &prompts)?;
+    }
+    let stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
+    Ok(Prepared {
+        prompts,
+        stats,
+        salt,
+    })
 }
 
-/// Prompt text, exact with a tokenizer and approximate without.
+/// A trace's prompts: what lines share is exactly what their `hash_ids` say. The nonce
+/// changes every line's text, so a rerun meets a cold cache.
+fn trace_prepared(plan: &Plan, unsalted: &Texts, t: &TraceLoad) -> Result<Prepared, WorkloadError> {
+    let spec = &plan.workload;
+    let seed = match spec.prompt_salt {
+        true => plan.seed ^ splitmix64(spec.prompt_nonce.unwrap_or(0) ^ TRACE_NONCE),
+        false => plan.seed,
+    };
+    let prompts = trace_prompts(unsalted, seed, t)?;
+    let stats = stats_of(plan, unsalted.tok, &prompts, None);
+    Ok(Prepared {
+        prompts,
+        stats,
+        salt: None,
+    })
+}
+
+/// The words this run's salts are made of, or `None` with `--no-prompt-salt`.
+fn salt_pool(
+    spec: &WorkloadSpec,
+    tok: Option<&PromptTokenizer>,
+) -> Result<Option<SaltPool>, WorkloadError> {
+    match (spec.prompt_salt, tok) {
+        (false, _) => Ok(None),
+        (true, None) => Ok(Some(SaltPool::synthetic())),
+        (true, Some(t)) => SaltPool::for_run(Some(t)).map(Some).ok_or_else(|| {
+            TokenizerError::NoSaltWords {
+                path: t.path().to_path_buf(),
+            }
+            .into()
+        }),
+    }
+}
+
+/// Mixed into a trace's seed with the nonce.
+const TRACE_NONCE: u64 = 0x7ace;
+
+/// Prompts checked with a second salt: each costs one more encode.
+const SALT_CHECKS: usize = 4;
+
+/// A salted prompt's count must not depend on which words its salt has. That holds by
+/// construction for tokenizers that split words at spaces before merging (byte-level BPE:
+/// GPT-2, Llama 3, Qwen…); for any other, the first few prompts are re-counted with another
+/// salt, and a difference is an error, never a silent miscount.
+fn salt_keeps_lengths(
+    tok: &PromptTokenizer,
+    pool: &SaltPool,
+    prompts: &[Prompt],
+) -> Result<(), TokenizerError> {
+    for p in prompts.iter().take(SALT_CHECKS) {
+        let Some(at) = p.salt else { continue };
+        let mut bytes = p.text.clone().into_bytes();
+        pool.write(u64::MAX / 3, at.words, &mut bytes[at.at..]);
+        let other = String::from_utf8(bytes).expect("salt words are ASCII");
+        let got = tok.count(&other)?;
+        if got != p.input_tokens {
+            return Err(TokenizerError::SaltNotExact {
+                path: tok.path().to_path_buf(),
+                want: p.input_tokens,
+                got,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Prompt text, exact with a tokenizer and approximate without, salted when `salt` is given.
 struct Texts<'a> {
     tok: Option<&'a PromptTokenizer>,
+    salt: Option<&'a SaltPool>,
 }
 
 impl Texts<'_> {
-    /// `prefix` (of `prefix_tokens`) followed by filler, `tokens` in all.
+    /// `prefix` (of `prefix_tokens`), the salt, then filler: `tokens` in all. The salt is as
+    /// many words as the pool's full salt, or fewer when fewer tokens are left after the
+    /// prefix.
     fn synthetic(
         &self,
         rng: &mut impl Rng,
         prefix: &str,
         prefix_tokens: u32,
         tokens: u32,
-    ) -> Result<String, TokenizerError> {
-        if let Some(t) = self.tok {
-            return t.exact_prompt(rng, prefix, prefix_tokens, tokens);
-        }
+    ) -> Result<(String, Option<SaltAt>), TokenizerError> {
         let mut s = String::with_capacity(prefix.len() + tokens as usize * 6);
         s.push_str(prefix);
-        self.push_words(rng, tokens.saturating_sub(prefix_tokens), &mut s);
-        Ok(s)
+        let own = tokens.saturating_sub(prefix_tokens);
+        let salt = self
+            .salt
+            .filter(|_| own > 0)
+            .map(|pool| pool.push(0, pool.tokens.min(own), &mut s));
+        let fixed = prefix_tokens + salt.map_or(0, |a| a.words);
+        if let Some(t) = self.tok {
+            return Ok((t.exact_prompt(rng, &s, fixed, tokens)?, salt));
+        }
+        self.push_words(rng, tokens.saturating_sub(fixed), &mut s);
+        Ok((s, salt))
+    }
+
+    /// A dataset prompt's text: `pre` (a shared prefix), the full salt and a line break, then
+    /// the item's own text.
+    fn salted(&self, pre: &str, own: &str) -> (String, Option<SaltAt>) {
+        let mut text = String::with_capacity(pre.len() + own.len() + 64);
+        text.push_str(pre);
+        let salt = self.salt.map(|pool| {
+            let at = pool.push(0, pool.tokens, &mut text);
+            text.push('\n');
+            at
+        });
+        if salt.is_none() && !pre.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(own);
+        (text, salt)
     }
 
     /// `n` words, one token each: the tokenizer's one-token words, or common English words
@@ -260,15 +381,11 @@ impl Texts<'_> {
             (Some(n), None) => n.max(1),
             _ => drawn_osl,
         };
-        let (text, isl) = match item.map(|i| (&i.prompt, i.input_tokens)) {
+        let ((text, mut salt), isl) = match item.map(|i| (&i.prompt, i.input_tokens)) {
             Some((Some(p), _)) => {
-                let text = if pre.is_empty() {
-                    p.clone()
-                } else {
-                    format!("{pre} {p}")
-                };
+                let (text, salt) = self.salted(pre, p);
                 let isl = self.count(&text)?;
-                (text, isl)
+                ((text, salt), isl)
             }
             Some((None, Some(n))) => {
                 let n = n.max(pre_tokens + 1);
@@ -279,15 +396,28 @@ impl Texts<'_> {
                 (self.synthetic(rng, pre, pre_tokens, n)?, n)
             }
         };
+        // A shared prefix turns messages into one text, or the prefix would be lost.
+        let mut messages = item
+            .and_then(|i| i.messages.clone())
+            .filter(|_| pre.is_empty());
+        // Messages sent as given carry the salt where their joined text has it: at the
+        // start of the first message's content.
+        if let (Some(m), Some(at)) = (&mut messages, &mut salt) {
+            let head = &text[..at.at + self.salt.map_or(0, |p| p.span(at.words)) + 1];
+            if let Some(serde_json::Value::String(c)) =
+                m.get_mut(0).and_then(|m| m.get_mut("content"))
+            {
+                c.insert_str(0, head);
+                at.message = Some(0);
+            }
+        }
         Ok(Prompt {
             text,
             input_tokens: isl,
             max_tokens: osl,
             group,
-            // A shared prefix turns messages into one text, or the prefix would be lost.
-            messages: item
-                .and_then(|i| i.messages.clone())
-                .filter(|_| pre.is_empty()),
+            messages,
+            salt,
         })
     }
 }
@@ -296,13 +426,6 @@ impl Texts<'_> {
 /// line without hash ids.
 const BLOCK_STREAM: u64 = 0xb10c;
 const LINE_STREAM: u64 = 0x11e5;
-
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 fn stream_rng(seed: u64, stream: u64, key: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed ^ splitmix64(stream ^ splitmix64(key))))
@@ -320,12 +443,18 @@ fn trace_prompts(texts: &Texts, seed: u64, t: &TraceLoad) -> Result<Vec<Prompt>,
                 max_tokens: r.output_length,
                 group: None,
                 messages: None,
+                salt: None,
             })
         })
         .collect()
 }
 
-fn stats_of(plan: &Plan, tok: Option<&PromptTokenizer>, prompts: &[Prompt]) -> WorkloadStats {
+fn stats_of(
+    plan: &Plan,
+    tok: Option<&PromptTokenizer>,
+    prompts: &[Prompt],
+    salt: Option<&SaltPool>,
+) -> WorkloadStats {
     let spec = &plan.workload;
     let isl: Vec<u32> = prompts.iter().map(|p| p.input_tokens).collect();
     let osl: Vec<u32> = prompts.iter().map(|p| p.max_tokens).collect();
@@ -353,9 +482,23 @@ fn stats_of(plan: &Plan, tok: Option<&PromptTokenizer>, prompts: &[Prompt]) -> W
             tokens: p.tokens,
             zipf: p.zipf,
             intended_reuse_rate: intended_reuse(prompts, p.tokens),
-            observed_cached_rate: None,
-            observed_reports: 0,
         }),
+        salt: salt.map(|pool| SaltStats {
+            tokens: pool.tokens,
+            pool_words: pool.count(),
+            pool: pool.from.to_string(),
+            at: match (&spec.prefix, &spec.dataset) {
+                (Some(_), _) => "right after the shared prefix",
+                (None, Some(d)) if d.has_text() => "at the start of the prompt, then a line break",
+                (None, _) => "at the start of the prompt",
+            }
+            .to_string(),
+            short_prompts: prompts
+                .iter()
+                .filter(|p| p.salt.is_some_and(|a| a.words < pool.tokens))
+                .count() as u64,
+        }),
+        ..WorkloadStats::default()
     }
 }
 
@@ -380,16 +523,31 @@ pub fn intended_reuse(prompts: &[Prompt], prefix_tokens: u32) -> f64 {
     }
 }
 
-/// Observed cache hits, tallied by the collector loop from the records (off the hot path).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CacheTally {
-    pub cached_tokens: u64,
-    pub input_tokens: u64,
-    pub reports: u64,
+/// Tallied by the collector loop from the records (off the hot path): the cache hits the
+/// server reported, and the prompts the run sent.
+#[derive(Clone, Debug)]
+pub struct WorkloadTally {
+    cached_tokens: u64,
+    input_tokens: u64,
+    reports: u64,
+    prompts: catalog::PromptTally,
 }
 
-impl CacheTally {
+impl WorkloadTally {
+    /// Counts against `catalog`'s entries.
+    pub fn new(catalog: &catalog::Catalog) -> WorkloadTally {
+        WorkloadTally {
+            cached_tokens: 0,
+            input_tokens: 0,
+            reports: 0,
+            prompts: catalog.prompt_tally(),
+        }
+    }
+
     pub fn add(&mut self, rec: &crate::record::Record) {
+        if rec.sent_ns.is_some() {
+            self.prompts.sent(rec.id);
+        }
         if rec.warmup || rec.outcome != crate::record::Outcome::Ok {
             return;
         }
@@ -400,12 +558,12 @@ impl CacheTally {
         }
     }
 
-    /// Fills the observed side of the prefix figures.
+    /// Fills the observed side of the workload figures.
     pub fn apply(&self, stats: &mut WorkloadStats) {
-        if let Some(p) = &mut stats.prefix {
-            p.observed_reports = self.reports;
-            p.observed_cached_rate = (self.reports > 0 && self.input_tokens > 0)
-                .then(|| self.cached_tokens as f64 / self.input_tokens as f64);
-        }
+        stats.observed_reports = self.reports;
+        stats.observed_cached_rate = (self.reports > 0 && self.input_tokens > 0)
+            .then(|| self.cached_tokens as f64 / self.input_tokens as f64);
+        stats.prompts_sent = Some(self.prompts.total());
+        stats.distinct_prompts_sent = Some(self.prompts.distinct());
     }
 }

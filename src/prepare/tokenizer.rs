@@ -39,6 +39,17 @@ pub enum TokenizerError {
          pick another length or tokenizer"
     )]
     NotExact { path: PathBuf, want: u32, got: u32 },
+    #[error(
+        "--tokenizer {path}: fewer than 16 of its one-token words share one width, so prompts \
+         cannot carry a fixed-width salt; add --no-prompt-salt (prompts may then repeat)"
+    )]
+    NoSaltWords { path: PathBuf },
+    #[error(
+        "--tokenizer {path}: a prompt's salt words change its token count with the words \
+         around them ({want} tokens with one salt, {got} with another), so salted prompts \
+         cannot stay exact; add --no-prompt-salt (prompts may then repeat)"
+    )]
+    SaltNotExact { path: PathBuf, want: u32, got: u32 },
 }
 
 /// A loaded tokenizer and the one-token words prompts are built from.
@@ -82,6 +93,11 @@ impl PromptTokenizer {
         &self.path
     }
 
+    /// The one-token words prompts are drawn from, each with its leading space, in id order.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
     /// How many one-token words prompts are drawn from.
     #[cfg(test)]
     pub fn word_count(&self) -> usize {
@@ -89,10 +105,12 @@ impl PromptTokenizer {
     }
 
     /// Vocabulary entries that decode to a plain lowercase word and encode back, with a
-    /// leading space, to exactly one token. Sorted by id so the pool is the same every run.
+    /// leading space, to exactly one token; each word once (`that` and ` that` are two
+    /// entries, one word). Sorted by id so the pool is the same every run.
     fn one_token_words(&self) -> Vec<String> {
         let mut ids: Vec<u32> = self.tok.get_vocab(false).into_values().collect();
         ids.sort_unstable();
+        let mut seen = std::collections::HashSet::new();
         let mut words = Vec::new();
         for id in ids {
             let Ok(text) = self.tok.decode(&[id], true) else {
@@ -103,7 +121,8 @@ impl PromptTokenizer {
                 continue;
             }
             let spaced = format!(" {w}");
-            if self.count(&spaced).ok() == Some(1) {
+            if !seen.contains(&spaced) && self.count(&spaced).ok() == Some(1) {
+                seen.insert(spaced.clone());
                 words.push(spaced);
                 if words.len() == MAX_POOL_WORDS {
                     break;

@@ -163,9 +163,25 @@ fn sharegpt_prompts_are_counted_and_answers_set_the_output_length() {
         path,
         sampling: Sampling::Random,
     });
+    let prepared = prepare(&p).unwrap();
+    let pr = &prepared.prompts[0];
+    // Salted: the salt's words (value 0 until a worker writes the request's), a line break,
+    // the item's text; all of it counted.
+    let k = prepared.salt.as_ref().unwrap().tokens as usize;
+    let salt = &pr.text[..pr.text.find('\n').unwrap()];
+    assert_eq!(salt.split_whitespace().count(), k, "{salt:?}");
+    assert!(
+        pr.text.ends_with("\nHow does the pacer wait?"),
+        "{:?}",
+        pr.text
+    );
+    assert_eq!(pr.salt.map(|s| (s.at, s.words as usize)), Some((0, k)));
+    assert_eq!(pr.input_tokens as usize, reencode(&tok, &pr.text).len());
+    p.workload.prompt_salt = false;
     let pr = &prepare(&p).unwrap().prompts[0];
     assert_eq!(pr.text, "How does the pacer wait?");
     assert_eq!(pr.input_tokens as usize, reencode(&tok, &pr.text).len());
+    p.workload.prompt_salt = true;
     let answer = "It sleeps until the intended time, then spins the rest.";
     assert_eq!(pr.max_tokens as usize, reencode(&tok, answer).len());
     p.workload.output = Some(LengthDist::Fixed { tokens: 50 });

@@ -6,7 +6,7 @@
 use super::workers::Started;
 use super::Observer;
 use crate::collector::Collector;
-use crate::prepare::CacheTally;
+use crate::prepare::WorkloadTally;
 use crate::record::Spare;
 use crate::worker::Shared;
 use crossbeam_channel::TryRecvError;
@@ -42,7 +42,7 @@ impl Stopper<'_> {
 /// progress call and a flush of the request log. Returns once every worker has hung up.
 pub(super) fn collect(
     collector: &mut Collector,
-    tally: &mut CacheTally,
+    tally: &mut WorkloadTally,
     run: &Started,
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
@@ -80,7 +80,7 @@ const COLLECT_POLL: Duration = Duration::from_millis(2);
 /// Takes every record waiting now; false once every worker has hung up and nothing is left.
 fn drain(
     collector: &mut Collector,
-    tally: &mut CacheTally,
+    tally: &mut WorkloadTally,
     run: &Started,
     observer: &mut impl Observer,
 ) -> (usize, bool) {

@@ -13,7 +13,7 @@ mod workers;
 use crate::collector::{Collector, LiveCounts, RunFacts};
 use crate::plan::{IoDriver, Plan};
 use crate::prepare::catalog::Catalog;
-use crate::prepare::CacheTally;
+use crate::prepare::WorkloadTally;
 use crate::record::Record;
 use crate::rt::netcount::NetCounters;
 use crate::summary::workload::WorkloadStats;
@@ -119,6 +119,7 @@ pub fn run_with(
     observer: &mut impl Observer,
 ) -> Result<Summary, RunError> {
     plan.validate()?;
+    let plan = &with_nonce(plan);
     if plan.io_driver == IoDriver::Uring && !crate::rt::driver::uring_available() {
         return Err(RunError::UringRefused);
     }
@@ -137,12 +138,19 @@ pub fn run_with(
     let model = endpoint::model(&ep, plan)?;
     // The prompts are dropped as they become bytes: a trace's may take a gigabyte.
     let prompts = std::mem::take(&mut prepared.prompts);
-    let catalog = Catalog::from_prompts(plan, prompts, &prepared.stats, &ep.host_header, &model);
+    let catalog = Catalog::from_prompts(
+        plan,
+        prompts,
+        prepared.salt.take(),
+        &prepared.stats,
+        &ep.host_header,
+        &model,
+    );
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let net_before = NetCounters::read();
     let started = workers::start(plan, &ep, &catalog)?;
-    let mut tally = CacheTally::default();
+    let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
         interrupt,
         shared: &started.shared,
@@ -176,6 +184,17 @@ pub fn run_with(
         crate::output::write_run(dir, &summary, &plan.exports)?;
     }
     Ok(summary)
+}
+
+/// The plan as run: a salted workload without `--prompt-nonce` gets a random nonce, which
+/// the summary's `config` then records.
+fn with_nonce(plan: &Plan) -> Plan {
+    let mut plan = plan.clone();
+    let w = &mut plan.workload;
+    if w.prompt_salt && w.prompt_nonce.is_none() {
+        w.prompt_nonce = Some(rand::random());
+    }
+    plan
 }
 
 /// What the workers, the catalog and the plan itself have to say beside the figures.

@@ -30,9 +30,9 @@
 //! 45 µs late). Seen by a client with ttft 50 ms, itl 10 ms: TTFT p50 50.15 ms, gap p50
 //! 10.00 ms (p10–p90 9.93–10.08).
 //!
-//! Approximations, said once: `prompt_tokens` is prompt bytes / 4 rounded up (message
-//! `content` strings and content parts' `text`), or the exact count for token-id prompts;
-//! there is no tokenizer. The non-streaming body carries `ringbench_ns` as well.
+//! Approximations, said once: there is no tokenizer, so the simulator's token is a word —
+//! a run of non-whitespace — of the prompt (message `content` strings and content parts'
+//! `text`), or one id of a token-id prompt; `prompt_tokens` counts those. The non-streaming body carries `ringbench_ns` as well.
 
 mod conn;
 pub mod fault;

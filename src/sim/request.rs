@@ -134,8 +134,10 @@ pub(crate) struct Job<'a> {
     pub continuous_usage: bool,
     /// `None`: the request named no model; the simulator's own name is used.
     pub model: Option<Cow<'a, str>>,
-    /// Approximate: prompt bytes / 4 (rounded up, at least 1), or the exact count when the
-    /// prompt is given as token ids. The simulator has no tokenizer.
+    /// The simulator's token unit (it has no tokenizer): words — runs of non-whitespace —
+    /// of every prompt string (message `content` strings and content parts' `text` summed),
+    /// at least 1; or the exact count when the prompt is given as token ids. A ringbench
+    /// synthetic prompt without `--tokenizer` is N words, so the sim counts exactly N.
     pub prompt_tokens: u32,
 }
 
@@ -197,23 +199,34 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<Job<'_>, BodyError> {
     })
 }
 
-/// Prompt size gathered while deserializing, without keeping the text: bytes of every
+/// Prompt size gathered while deserializing, without keeping the text: words of every
 /// string found (prompt strings, message `content` strings, content parts' `text`) and the
 /// count of integers (prompts given as token ids).
 #[derive(Default, Clone, Copy, Debug)]
 struct PromptSize {
-    bytes: u64,
+    words: u64,
     ids: u64,
+}
+
+/// Runs of non-whitespace in `s` (ASCII whitespace: what separates a prompt's words).
+fn words(s: &str) -> u64 {
+    let mut n = 0;
+    let mut in_word = false;
+    for b in s.bytes() {
+        let space = b.is_ascii_whitespace();
+        n += u64::from(!space && !in_word);
+        in_word = !space;
+    }
+    n
 }
 
 impl PromptSize {
     fn tokens(self) -> u32 {
-        let from_text = self.bytes.div_ceil(4);
-        (from_text + self.ids).clamp(1, u64::from(u32::MAX)) as u32
+        (self.words + self.ids).clamp(1, u64::from(u32::MAX)) as u32
     }
 
     fn add(&mut self, other: PromptSize) {
-        self.bytes += other.bytes;
+        self.words += other.words;
         self.ids += other.ids;
     }
 }
@@ -235,17 +248,17 @@ impl<'de> Visitor<'de> for SizeVisitor {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<PromptSize, E> {
         Ok(PromptSize {
-            bytes: v.len() as u64,
+            words: words(v),
             ids: 0,
         })
     }
 
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<PromptSize, E> {
-        Ok(PromptSize { bytes: 0, ids: 1 })
+        Ok(PromptSize { words: 0, ids: 1 })
     }
 
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<PromptSize, E> {
-        Ok(PromptSize { bytes: 0, ids: 1 })
+        Ok(PromptSize { words: 0, ids: 1 })
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<PromptSize, E> {
@@ -331,7 +344,7 @@ Connection: close\r\n\r\n";
         assert!(job.stream && job.include_usage && !job.continuous_usage);
         assert_eq!(job.max_tokens, 8);
         assert_eq!(job.model.as_deref(), Some("tiny-llama"));
-        assert_eq!(job.prompt_tokens, 5); // 19 bytes / 4, rounded up
+        assert_eq!(job.prompt_tokens, 4); // "Hello, how are you?": 4 words
     }
 
     #[test]
@@ -347,16 +360,25 @@ Connection: close\r\n\r\n";
             "stream_options":{"continuous_usage_stats":true},"model":"a\"b"}"#,
         )
         .unwrap();
-        assert_eq!((job.max_tokens, job.prompt_tokens), (3, 2));
+        assert_eq!((job.max_tokens, job.prompt_tokens), (3, 1));
         assert!(job.continuous_usage);
         assert_eq!(job.model.as_deref(), Some("a\"b"));
     }
 
     #[test]
     fn content_parts_count() {
-        let body = br#"{"messages":[{"role":"user","content":[{"type":"text","text":"12345678"}]},
-            {"role":"system","content":null}]}"#;
-        assert_eq!(parse_body(body).unwrap().prompt_tokens, 2);
+        let body =
+            br#"{"messages":[{"role":"user","content":[{"type":"text","text":"one two\nthree"}]},
+            {"role":"system","content":null},{"role":"user","content":"  four  five "}]}"#;
+        assert_eq!(
+            parse_body(body).unwrap().prompt_tokens,
+            5,
+            "words of every part"
+        );
+        assert_eq!(words(""), 0);
+        assert_eq!(words(" \t\n"), 0);
+        assert_eq!(words("a"), 1);
+        assert_eq!(words(" about after\nabout  x "), 4);
     }
 
     #[test]

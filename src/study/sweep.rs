@@ -4,6 +4,7 @@
 //! numbers out of them. The library never prints: progress and each finished point go to
 //! the caller's callback; `report`/`main` print.
 
+use crate::plan::workload::splitmix64;
 use crate::plan::{Load, Plan};
 use crate::run::RunError;
 use crate::summary::metric::{role, Metric};
@@ -137,10 +138,22 @@ fn point_warnings(load: f64, runs: &[Summary], slos: &[SloBound], ok: u64) -> Ve
     w
 }
 
-/// The run plan of one point: the base plan at this load, its own warm-up, its own output
-/// folder, and the percentiles the SLOs need.
-pub fn plan_at(base: &Plan, spec: &PointSpec, load: f64, out: Option<PathBuf>) -> Plan {
+/// The run plan of one point's `repeat`: the base plan at this load, its own warm-up, its own
+/// output folder, the percentiles the SLOs need, and — when the base fixes `--prompt-nonce` —
+/// a nonce of its own derived from it, so no point re-sends another's prompts (and the whole
+/// study still reproduces). Without one, each run draws its own.
+pub fn plan_at(
+    base: &Plan,
+    spec: &PointSpec,
+    load: f64,
+    repeat: u32,
+    out: Option<PathBuf>,
+) -> Plan {
     let mut p = base.clone();
+    p.workload.prompt_nonce = base.workload.prompt_nonce.map(|n| {
+        let at = splitmix64(load.to_bits()) ^ splitmix64(u64::from(repeat) ^ 0x5a17);
+        splitmix64(n ^ at)
+    });
     p.load = match (spec.axis, &base.load) {
         (Axis::Concurrency, _) => Load::Closed {
             concurrency: load.round().max(1.0) as u32,
@@ -236,7 +249,7 @@ pub fn measure_with(
     let mut runs = Vec::with_capacity(spec.repeats as usize);
     for r in 0..spec.repeats.max(1) {
         let dir = out.map(|d| d.join(point_dir_name(spec.axis, load, r)));
-        let plan = plan_at(base, spec, load, dir);
+        let plan = plan_at(base, spec, load, r, dir);
         let s = crate::run::run_with(&plan, interrupt, &mut ())
             .map_err(|source| SweepError::Run { load, source })?;
         runs.push(s);

@@ -56,11 +56,23 @@ pub struct PrefixStats {
     /// over one pass of the catalog: every request after the first of its group reuses the
     /// group's prefix.
     pub intended_reuse_rate: f64,
-    /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
-    /// divided by their input tokens; `None` when the server reported none.
-    pub observed_cached_rate: Option<f64>,
-    /// Requests whose response carried `cached_tokens`.
-    pub observed_reports: u64,
+}
+
+/// The per-request salt (`--no-prompt-salt` turns it off); the nonce is the config's
+/// `workload.prompt_nonce`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaltStats {
+    /// Words in a full salt, each one token.
+    pub tokens: u32,
+    /// Words a salt word is one of.
+    pub pool_words: u64,
+    /// How those words were chosen.
+    pub pool: String,
+    /// Where in the prompt the salt is.
+    pub at: String,
+    /// Prompts too short for a full salt, which carry fewer words (their salts repeat
+    /// sooner: after `pool_words^words` requests of that prompt).
+    pub short_prompts: u64,
 }
 
 /// What the workload is, stated before the run and stored in the summary (`workload`).
@@ -80,4 +92,21 @@ pub struct WorkloadStats {
     pub output_tokens: Realized,
     /// Shared prefixes and their reuse; `null` without `--prefix-groups`.
     pub prefix: Option<PrefixStats>,
+    /// The per-request salt; `null` when prompts are not salted (`--no-prompt-salt`, a trace).
+    #[serde(default)]
+    pub salt: Option<SaltStats>,
+    /// Requests sent (warm-up included, failed ones too): filled after the run.
+    #[serde(default)]
+    pub prompts_sent: Option<u64>,
+    /// Distinct prompts among them (bytes as sent): filled after the run.
+    #[serde(default)]
+    pub distinct_prompts_sent: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
+    /// divided by their input tokens: the share of prompt tokens the server said it served
+    /// from its prefix cache. `None` when the server reported none.
+    #[serde(default)]
+    pub observed_cached_rate: Option<f64>,
+    /// Measured successful requests whose response carried `cached_tokens`.
+    #[serde(default)]
+    pub observed_reports: u64,
 }

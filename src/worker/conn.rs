@@ -9,7 +9,6 @@ use super::sink::{final_outcome, resolve_osl, RecordSink, StreamState};
 use super::Ctx;
 use crate::http::{Limits, Progress, ResponseError, ResponseParser};
 use crate::record::{Outcome, Record};
-use bytes::Bytes;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use std::cell::Cell;
@@ -61,7 +60,7 @@ impl Stream {
         (res, buf, None)
     }
 
-    async fn write_all(&mut self, bytes: Bytes) -> monoio::BufResult<usize, Bytes> {
+    async fn write_all(&mut self, bytes: Vec<u8>) -> monoio::BufResult<usize, Vec<u8>> {
         match self {
             Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
             #[cfg(feature = "tls")]
@@ -93,6 +92,8 @@ pub(super) struct Conn {
     stream: Option<Stream>,
     parser: ResponseParser,
     buf: Vec<u8>,
+    /// The request being sent: its catalog entry copied, its own salt written in.
+    out: Vec<u8>,
     cancel_slot: Rc<Cell<Option<Waker>>>,
     /// A new lane's place in the connect gate, taken when the lane was opened and given
     /// back when its first connect ends.
@@ -109,6 +110,7 @@ impl Conn {
             stream: None,
             parser,
             buf: Vec::with_capacity(READ_BUF_BYTES),
+            out: Vec::with_capacity(ctx.setup.catalog.max_request_bytes()),
             cancel_slot: ctx.cancel.slot(),
             opening: None,
         }
@@ -116,7 +118,7 @@ impl Conn {
 
     pub(super) async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
         let s = &ctx.setup;
-        let entry = s.catalog.get(job.id);
+        let entry = s.catalog.write(job.id, &mut self.out);
         let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
         let spare = ctx.spare();
         let mut rec = Record {
@@ -132,10 +134,9 @@ impl Conn {
         };
         ctx.counters.borrow_mut().requests += 1;
         let limit = Duration::from_nanos(s.plan.request_timeout_ns);
-        let bytes = entry.bytes.clone();
         let slot = self.cancel_slot.clone();
         let ended = {
-            let work = monoio::time::timeout(limit, self.send(ctx, bytes, &mut rec));
+            let work = monoio::time::timeout(limit, self.send(ctx, &mut rec));
             let cancel = ctx.cancel.wait(&slot);
             monoio::select! {
                 r = work => r.map_or(Ended::TimedOut, Ended::Done),
@@ -168,7 +169,7 @@ impl Conn {
 
     /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
     /// connection when the kept one was found closed.
-    async fn send(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record) -> Outcome {
+    async fn send(&mut self, ctx: &Ctx, rec: &mut Record) -> Outcome {
         for attempt in 0..2 {
             let reused = self.stream.is_some();
             if !reused {
@@ -177,7 +178,7 @@ impl Conn {
                 }
             }
             clear_response(rec);
-            match self.attempt(ctx, bytes.clone(), rec, attempt == 0).await {
+            match self.attempt(ctx, rec, attempt == 0).await {
                 Attempt::Finished(outcome) => return outcome,
                 Attempt::Stale if reused => self.stream = None,
                 Attempt::Stale => return Outcome::ResetBeforeHead,
@@ -219,7 +220,7 @@ impl Conn {
         Ok(())
     }
 
-    async fn attempt(&mut self, ctx: &Ctx, bytes: Bytes, rec: &mut Record, first: bool) -> Attempt {
+    async fn attempt(&mut self, ctx: &Ctx, rec: &mut Record, first: bool) -> Attempt {
         let s = &ctx.setup;
         let mut stream = self.stream.take().expect("connected before the attempt");
         self.parser.reset();
@@ -227,7 +228,10 @@ impl Conn {
         if first {
             s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
         }
-        let (res, _) = stream.write_all(bytes).await;
+        // The buffer comes back with the result; a write cut off (timeout, cancel) keeps it,
+        // and the next request grows a new one (`Catalog::write`).
+        let (res, out) = stream.write_all(std::mem::take(&mut self.out)).await;
+        self.out = out;
         if res.is_err() {
             return Attempt::Stale;
         }

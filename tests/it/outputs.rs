@@ -171,6 +171,12 @@ fn real_summaries_match_the_schema_and_broken_ones_do_not() {
     assert!(kinds.contains_key("http_503"), "{kinds:?}");
     assert!(kinds.len() >= 3, "{kinds:?}");
     assert_eq!(schema_errors(&faulty), Vec::<String>::new());
+    assert_eq!(
+        faulty["workload"]["prompts_sent"], 120,
+        "{}",
+        faulty["workload"]
+    );
+    assert_eq!(faulty["workload"]["distinct_prompts_sent"], 120);
 
     // The schema can fail: a missing required key, a wrong type, a null where none may be.
     let mut missing = faulty.clone();
@@ -184,11 +190,14 @@ fn real_summaries_match_the_schema_and_broken_ones_do_not() {
     bad_null["counts"]["ok"] = Value::Null;
     let mut bad_kind = faulty.clone();
     bad_kind["counts"]["failed_by_kind"]["gremlins"] = 1.into();
+    let mut bad_salt = faulty.clone();
+    bad_salt["workload"]["salt"]["tokens"] = (-1).into();
     for (name, broken) in [
         ("missing", missing),
         ("wrong type", wrong_type),
         ("null count", bad_null),
         ("unknown failure kind", bad_kind),
+        ("negative salt", bad_salt),
     ] {
         assert!(!schema_errors(&broken).is_empty(), "{name} was accepted");
     }

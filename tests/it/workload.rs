@@ -244,3 +244,80 @@ fn the_console_puts_observed_prefix_reuse_beside_the_intended() {
         .unwrap_or_else(|| panic!("no prefix line in:\n{stdout}"));
     assert!(line.contains("% / not reported by the server"), "{line}");
 }
+
+/// A run of `n` requests through the binary with `extra` flags; its summary.
+fn salted_run(name: &str, n: u32, extra: &[&str]) -> (serde_json::Value, String) {
+    let dir = made_dir(name);
+    let out = output(
+        ringbench(["run", "--quiet", "--concurrency", "8", "--allow-invalid"])
+            .args(["--request-count", &n.to_string(), "--warmup-requests", "0"])
+            .args(["--cpus", &cpu_pair().0.to_string()])
+            .args(extra)
+            .arg("--out")
+            .arg(&dir),
+    );
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    (read_json(&dir.join("summary.json")), out.stdout)
+}
+
+#[test]
+fn every_request_sends_its_own_prompt_and_the_nonce_reruns_a_run_exactly() {
+    let _g = lock();
+    // 3,000 requests over a catalog of 1,024 prompts.
+    let (a, stdout) = salted_run("salt-a", 3000, &[]);
+    let w = &a["workload"];
+    assert_eq!(
+        (
+            w["prompts_sent"].as_u64(),
+            w["distinct_prompts_sent"].as_u64()
+        ),
+        (Some(3000), Some(3000))
+    );
+    assert_eq!(
+        (w["distinct_prompts"].as_u64(), w["salt"]["tokens"].as_u64()),
+        (Some(1024), Some(7))
+    );
+    let nonce = a["config"]["workload"]["prompt_nonce"]
+        .as_u64()
+        .expect("the nonce is recorded");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Distinct prompts sent:"))
+        .unwrap();
+    assert!(
+        line.contains(&format!(
+            "3000 of 3000 (salt 7 tokens, --prompt-nonce {nonce})"
+        )),
+        "{line}"
+    );
+    // Another run draws another nonce; the recorded one is taken as given.
+    let (b, _) = salted_run("salt-b", 10, &[]);
+    assert_ne!(
+        b["config"]["workload"]["prompt_nonce"].as_u64(),
+        Some(nonce)
+    );
+    let (c, _) = salted_run("salt-c", 10, &["--prompt-nonce", &nonce.to_string()]);
+    assert_eq!(
+        c["config"]["workload"]["prompt_nonce"].as_u64(),
+        Some(nonce)
+    );
+    // Unsalted, the run repeats its 1,024 prompts and says so.
+    let (d, stdout) = salted_run("salt-d", 3000, &["--no-prompt-salt"]);
+    let w = &d["workload"];
+    assert_eq!(
+        (w["distinct_prompts_sent"].as_u64(), w["salt"].is_null()),
+        (Some(1024), true)
+    );
+    assert!(d["config"]["workload"]["prompt_nonce"].is_null());
+    assert!(
+        stdout.contains("Distinct prompts sent:                   1024 of 3000 (unsalted)"),
+        "{stdout}"
+    );
+    let out = output(&mut ringbench([
+        "run",
+        "--no-prompt-salt",
+        "--prompt-nonce",
+        "3",
+    ]));
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+}
