@@ -6,7 +6,7 @@
 
 use super::parse::parse_duration_ns;
 use super::UsageError;
-use ringbench::plan::sim::{FaultConfig, FaultSpec, SimSettings};
+use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, SimSettings};
 use ringbench::plan::IoDriver;
 use std::path::PathBuf;
 
@@ -48,6 +48,32 @@ macro_rules! sim_flags {
             /// Simulator's load model: extra ITL ms per other request in flight (0 = off).
             #[arg(long = concat!($prefix, "itl-per-inflight-ms"), value_name = "MS", default_value_t = 0.0)]
             pub itl_per_inflight_ms: f64,
+            /// Simulator's engine model: running-sequence slots per simulator CPU (one engine
+            /// replica each); more requests wait in a FIFO queue (0 = no limit).
+            #[arg(long = concat!($prefix, "max-num-seqs"), value_name = "N", default_value_t = 0)]
+            pub max_num_seqs: u32,
+            /// Simulator's engine model: longest waiting queue per replica; beyond it HTTP 429
+            /// (0 = no limit). Needs max-num-seqs or kv-cache-blocks.
+            #[arg(long = concat!($prefix, "max-waiting"), value_name = "N", default_value_t = 0)]
+            pub max_waiting: u32,
+            /// Simulator's engine model: prefill ms per prompt token not served from the KV
+            /// cache (0 = off).
+            #[arg(long = concat!($prefix, "prefill-ms-per-token"), value_name = "MS", default_value_t = 0.0)]
+            pub prefill_ms_per_token: f64,
+            /// Simulator's engine model: fixed prefill ms per request (0 = off).
+            #[arg(long = concat!($prefix, "prefill-overhead-ms"), value_name = "MS", default_value_t = 0.0)]
+            pub prefill_overhead_ms: f64,
+            /// Simulator's engine model: KV-cache blocks per replica, with prefix caching
+            /// (0 = no cache).
+            #[arg(long = concat!($prefix, "kv-cache-blocks"), value_name = "N", default_value_t = 0)]
+            pub kv_cache_blocks: u32,
+            /// Simulator's engine model: tokens per KV-cache block (the simulator's token is a
+            /// word of the prompt).
+            #[arg(long = concat!($prefix, "block-size"), value_name = "B", default_value_t = 16)]
+            pub block_size: u32,
+            /// Simulator: whose wire format and /metrics names to copy.
+            #[arg(long = concat!($prefix, "flavor"), value_enum, default_value = "vllm")]
+            pub flavor: Flavor,
         }
 
         impl $name {
@@ -68,6 +94,13 @@ macro_rules! sim_flags {
                     ttft_per_inflight_ms: self.ttft_per_inflight_ms,
                     itl_per_inflight_ms: self.itl_per_inflight_ms,
                     model,
+                    max_num_seqs: self.max_num_seqs,
+                    max_waiting: self.max_waiting,
+                    prefill_ms_per_token: self.prefill_ms_per_token,
+                    prefill_overhead_ms: self.prefill_overhead_ms,
+                    kv_cache_blocks: self.kv_cache_blocks,
+                    block_size: self.block_size,
+                    flavor: self.flavor,
                 }
             }
         }

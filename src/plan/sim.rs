@@ -181,7 +181,45 @@ pub struct SimSettings {
     pub itl_per_inflight_ms: f64,
     /// Served by `/v1/models` and echoed when a request names none.
     pub model: String,
+    /// Engine model: running-sequence slots per simulator CPU (each CPU is one engine
+    /// replica); a request beyond them waits in a FIFO queue. 0 = no limit (off).
+    pub max_num_seqs: u32,
+    /// Engine model: longest waiting queue per replica; a request beyond it is answered
+    /// HTTP 429. 0 = no limit (the queue is still bounded by the open connections).
+    pub max_waiting: u32,
+    /// Engine model: prefill time per prompt token not served from the KV cache, ms.
+    pub prefill_ms_per_token: f64,
+    /// Engine model: fixed prefill time per request, ms.
+    pub prefill_overhead_ms: f64,
+    /// Engine model: KV-cache blocks per replica; 0 = no cache (off). A request holds the
+    /// blocks of its prompt and `max_tokens` while it runs; full blocks are kept, hashed,
+    /// for later prefix hits until evicted (least recently used first).
+    pub kv_cache_blocks: u32,
+    /// Engine model: tokens per KV-cache block (vLLM's default 16).
+    pub block_size: u32,
+    /// Whose wire format and `/metrics` names the simulator copies.
+    pub flavor: Flavor,
 }
+
+/// The engine whose wire format the simulator copies (`--flavor`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Flavor {
+    /// vLLM's OpenAI server (`fixtures/sse/vllm-cpu`), `vllm:` metrics.
+    #[default]
+    Vllm,
+    /// llama.cpp's `llama-server`: null role content, finish in its own event, a close after
+    /// every response, `llamacpp:` metrics.
+    LlamaCpp,
+}
+
+/// Most KV-cache blocks one replica may have (each costs the simulator 24 bytes).
+pub const MAX_KV_BLOCKS: u32 = 1 << 22;
+/// Most running slots or waiting places one replica may have.
+pub const MAX_SEQS: u32 = 1 << 20;
+/// Largest KV-cache block, tokens.
+pub const MAX_BLOCK_SIZE: u32 = 1 << 12;
 
 /// Longest delay any setting may ask for: one hour bounds every deadline far below u64
 /// overflow in nanoseconds, whatever `max_tokens` is.
@@ -198,6 +236,13 @@ impl Default for SimSettings {
             ttft_per_inflight_ms: 0.0,
             itl_per_inflight_ms: 0.0,
             model: "ringbench-sim".into(),
+            max_num_seqs: 0,
+            max_waiting: 0,
+            prefill_ms_per_token: 0.0,
+            prefill_overhead_ms: 0.0,
+            kv_cache_blocks: 0,
+            block_size: 16,
+            flavor: Flavor::Vllm,
         }
     }
 }
@@ -214,6 +259,8 @@ impl SimSettings {
             ("itl-ms", self.itl_ms),
             ("ttft-per-inflight-ms", self.ttft_per_inflight_ms),
             ("itl-per-inflight-ms", self.itl_per_inflight_ms),
+            ("prefill-ms-per-token", self.prefill_ms_per_token),
+            ("prefill-overhead-ms", self.prefill_overhead_ms),
         ];
         for (name, ms) in delays {
             if !(0.0..=MAX_DELAY_MS).contains(&ms) {
@@ -225,8 +272,37 @@ impl SimSettings {
         if self.tokens_per_chunk == 0 {
             return Err(format!("{prefix}tokens-per-chunk 0: must be at least 1"));
         }
+        let counts = [
+            ("max-num-seqs", self.max_num_seqs, 0, MAX_SEQS),
+            ("max-waiting", self.max_waiting, 0, MAX_SEQS),
+            ("kv-cache-blocks", self.kv_cache_blocks, 0, MAX_KV_BLOCKS),
+            ("block-size", self.block_size, 1, MAX_BLOCK_SIZE),
+        ];
+        for (name, n, low, high) in counts {
+            if !(low..=high).contains(&n) {
+                return Err(format!("{prefix}{name} {n}: must be from {low} to {high}"));
+            }
+        }
+        if self.max_waiting > 0 && self.max_num_seqs == 0 && self.kv_cache_blocks == 0 {
+            return Err(format!(
+                "{prefix}max-waiting {}: nothing waits without {prefix}max-num-seqs or \
+                 {prefix}kv-cache-blocks; give one of them",
+                self.max_waiting
+            ));
+        }
         check_faults(&self.faults.faults)
             .map_err(|e| e.replace("--fault", &format!("{prefix}fault")))
+    }
+}
+
+impl SimSettings {
+    /// Whether any part of the engine model is on (slots, a queue bound, prefill cost or the
+    /// KV cache); with none, a request is answered at arrival + `ttft_ms` as before.
+    pub fn engine_on(&self) -> bool {
+        self.max_num_seqs > 0
+            || self.kv_cache_blocks > 0
+            || self.prefill_ms_per_token > 0.0
+            || self.prefill_overhead_ms > 0.0
     }
 }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use monoio::buf::IoBufMut;
 use monoio::net::TcpStream;
 
+use super::engine::{Engine, Seat};
 use super::fault::FaultDraw;
 use super::format::{self, Api, Reply, Status};
 use super::request::{self, Head, HeadError, Job, Route};
@@ -26,6 +27,7 @@ use super::Settings;
 use crate::rt::clock::mono_ns;
 use crate::rt::timer::{fire_now, Timer};
 
+mod admit;
 mod faulty;
 
 /// First size of a connection's read buffer; it grows only for larger requests.
@@ -43,6 +45,8 @@ pub(crate) struct Shared {
     pub stopping: Cell<bool>,
     /// Open connections: socket fd and, once made, timer fd, so stop can wake them.
     pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
+    /// This replica's scheduler: slots, queue, KV cache (`engine/`).
+    pub engine: RefCell<Engine>,
     next_conn: Cell<u64>,
     next_seq: Cell<u64>,
     faults: FaultDraw,
@@ -57,6 +61,7 @@ impl Shared {
     ) -> Self {
         Self {
             faults: FaultDraw::new(settings.faults.seed, thread),
+            engine: RefCell::new(Engine::new(&settings.sim)),
             settings,
             stats,
             board,
@@ -164,11 +169,18 @@ struct Conn {
     /// When the last read returned: every request served before the next read was
     /// completed by it. The start of the truth figures (`truth.rs`).
     read_ns: u64,
+    /// This connection's place in the engine, reused request after request.
+    seat: Rc<RefCell<Seat>>,
 }
 
 impl Conn {
     fn new(stream: SimStream, shared: Rc<Shared>, id: u64) -> Self {
+        let (block_size, blocks) = (
+            shared.settings.sim.block_size,
+            shared.settings.sim.kv_cache_blocks,
+        );
         Self {
+            seat: Rc::new(RefCell::new(Seat::new(block_size, blocks))),
             stream,
             timer: None,
             shared,
@@ -274,6 +286,22 @@ impl Conn {
                 let _ = serde_json::to_writer(&mut self.ev, &board.window(mono_ns()));
                 self.reply_ev(Status::Ok, head.close).await
             }
+            Route::Metrics => {
+                // Off the serving path: allocates the page.
+                let board = &self.shared.board;
+                let replicas: Vec<_> = board.threads.iter().map(|t| &t.prom).collect();
+                let s = &self.shared.settings;
+                self.ev.clear();
+                super::metrics::render(&mut self.ev, s.sim.flavor, &s.model, &replicas);
+                format::typed_response(
+                    &mut self.wbuf,
+                    Status::Ok,
+                    format::PROMETHEUS_TEXT,
+                    &self.ev,
+                    head.close,
+                );
+                self.write_out().await
+            }
             Route::NotFound | Route::MethodNotAllowed => {
                 bump(&self.shared.stats.not_found, 1);
                 let (status, msg) = match head.route {
@@ -295,6 +323,11 @@ impl Conn {
                 return self.reply_error(Status::BadRequest, &msg, head.close).await;
             }
         };
+        if self.shared.engine.borrow().caches() {
+            let mut seat = self.seat.borrow_mut();
+            // The body parsed once already: this pass cannot fail on it.
+            let _ = request::hash_prompt(body, &mut seat.chain);
+        }
         let faults = &self.shared.settings.faults;
         if let Some(kind) = self.shared.faults.pick(faults, false) {
             return self.faulted(kind, plan, arrival, head.close).await;
@@ -307,16 +340,19 @@ impl Conn {
         }
     }
 
-    /// Streams `plan`: head + role + first content at arrival + ttft, then one event per
-    /// itl; each loop pass writes every event already due in one write.
+    /// Streams `plan`: head + role + first content at admission + prefill + ttft, then one
+    /// event per itl; each loop pass writes every event already due in one write.
     async fn stream_reply(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
+        let Some(mut run) = self.admit(&plan, arrival, close).await? else {
+            return Ok(());
+        };
         let s = self.shared.settings.clone();
         let per = s.tokens_per_chunk;
         let events = plan.max_tokens.div_ceil(per);
         let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
-        let first_ns = arrival + ttft_ns;
+        let first_ns = run.at_ns + run.prefill_ns + ttft_ns;
         let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq());
+        let reply = reply_of(&plan, &model, self.next_seq(), run.cached_tokens);
         let due = |event: u32| first_ns + u64::from(event) * itl_ns;
         let mut next = 0u32;
         let mut first_written = false;
@@ -341,14 +377,17 @@ impl Conn {
             self.write_out().await?;
             // The first write carries content (its deadline has passed); one clock read
             // serves both figures when it is also the last.
+            let wrote_ns = mono_ns();
+            run.wrote((next * per).min(plan.max_tokens), wrote_ns);
             if !first_written || next == events {
-                let since_read_ns = mono_ns().saturating_sub(self.read_ns);
+                let since_read_ns = wrote_ns.saturating_sub(self.read_ns);
                 if !first_written {
                     first_written = true;
                     self.shared.stats.ttft.record(since_read_ns);
                 }
                 if next == events {
                     self.shared.stats.e2e.record(since_read_ns);
+                    run.finished(wrote_ns);
                 }
             }
         }
@@ -358,15 +397,23 @@ impl Conn {
 
     /// The non-streaming answer, sent when the last token would have been.
     async fn whole_reply(&mut self, plan: Plan, arrival: u64, close: bool) -> Result<(), ConnEnd> {
+        let Some(mut run) = self.admit(&plan, arrival, close).await? else {
+            return Ok(());
+        };
         let s = self.shared.settings.clone();
         let last = u64::from(plan.max_tokens.saturating_sub(1));
         let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
-        self.sleep_until(arrival + ttft_ns + last * itl_ns).await?;
+        self.sleep_until(run.at_ns + run.prefill_ns + ttft_ns + last * itl_ns)
+            .await?;
         let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq());
+        let reply = reply_of(&plan, &model, self.next_seq(), run.cached_tokens);
         format::whole_body(&mut self.ev, &reply, mono_ns());
         self.model = model;
-        self.reply_ev(Status::Ok, close).await
+        self.reply_ev(Status::Ok, close).await?;
+        let now = mono_ns();
+        run.wrote(plan.max_tokens, now);
+        run.finished(now);
+        Ok(())
     }
 
     fn push_event(&mut self) {
@@ -456,7 +503,7 @@ fn plan_of(api: Api, job: &Job<'_>, model: &mut String, default_model: &str) -> 
     }
 }
 
-fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64) -> Reply<'a> {
+fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32>) -> Reply<'a> {
     Reply {
         api: plan.api,
         seq,
@@ -466,6 +513,7 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64) -> Reply<'a> {
         completion_tokens: plan.max_tokens,
         include_usage: plan.include_usage,
         continuous_usage: plan.continuous_usage,
+        cached_tokens,
     }
 }
 

@@ -25,6 +25,9 @@ pub(crate) struct Reply<'a> {
     pub completion_tokens: u32,
     pub include_usage: bool,
     pub continuous_usage: bool,
+    /// Prompt tokens served from the KV cache: sent as vLLM sends them
+    /// (`usage.prompt_tokens_details.cached_tokens`) when the cache is on, else omitted.
+    pub cached_tokens: Option<u32>,
 }
 
 /// Deterministic stand-in text: one short word per token.
@@ -110,7 +113,7 @@ pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
     ev.clear();
     event_prefix(ev, r);
     ev.extend_from_slice(b"[],");
-    usage(ev, r.prompt_tokens, r.completion_tokens);
+    usage(ev, r, r.completion_tokens);
     ev.extend_from_slice(b",\"system_fingerprint\":\"ringbench-sim\"");
     event_suffix(ev, stamp_ns);
 }
@@ -132,7 +135,7 @@ pub(crate) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
     body.extend_from_slice(
         b",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}],",
     );
-    usage(body, r.prompt_tokens, r.completion_tokens);
+    usage(body, r, r.completion_tokens);
     body.extend_from_slice(b",\"ringbench_ns\":");
     put_u64(body, stamp_ns);
     body.extend_from_slice(b"}");
@@ -171,6 +174,8 @@ pub(crate) enum Status {
     MethodNotAllowed,
     PayloadTooLarge,
     HeadersTooLarge,
+    /// The engine's waiting queue is full (`--max-waiting`).
+    TooManyRequests,
 }
 
 impl Status {
@@ -182,6 +187,7 @@ impl Status {
             Status::MethodNotAllowed => 405,
             Status::PayloadTooLarge => 413,
             Status::HeadersTooLarge => 431,
+            Status::TooManyRequests => 429,
         }
     }
 
@@ -193,6 +199,7 @@ impl Status {
             Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
             Status::PayloadTooLarge => b"HTTP/1.1 413 Payload Too Large\r\n",
             Status::HeadersTooLarge => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+            Status::TooManyRequests => b"HTTP/1.1 429 Too Many Requests\r\n",
         }
     }
 
@@ -200,6 +207,7 @@ impl Status {
         match self {
             Status::NotFound => "NotFoundError",
             Status::MethodNotAllowed => "MethodNotAllowedError",
+            Status::TooManyRequests => "RateLimitError",
             _ => "BadRequestError",
         }
     }
@@ -207,8 +215,27 @@ impl Status {
 
 /// A complete `Content-Length` response: head then `body`.
 pub(crate) fn fixed_response(out: &mut Vec<u8>, status: Status, body: &[u8], close: bool) {
+    typed_response(out, status, b"application/json", body, close);
+}
+
+/// The Prometheus text exposition format's content type (version 0.0.4).
+pub(crate) const PROMETHEUS_TEXT: &[u8] = b"text/plain; version=0.0.4; charset=utf-8";
+
+/// A whole `Content-Length` response of `content_type`; a 429 says when to retry.
+pub(crate) fn typed_response(
+    out: &mut Vec<u8>,
+    status: Status,
+    content_type: &[u8],
+    body: &[u8],
+    close: bool,
+) {
     out.extend_from_slice(status.line());
-    out.extend_from_slice(b"server: ringbench-sim\r\ncontent-type: application/json\r\n");
+    out.extend_from_slice(b"server: ringbench-sim\r\ncontent-type: ");
+    out.extend_from_slice(content_type);
+    out.extend_from_slice(b"\r\n");
+    if status == Status::TooManyRequests {
+        out.extend_from_slice(b"retry-after: 1\r\n");
+    }
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
@@ -251,18 +278,29 @@ fn event_suffix(ev: &mut Vec<u8>, stamp_ns: u64) {
 fn continuous_usage(ev: &mut Vec<u8>, r: &Reply, completion_tokens: u32) {
     if r.continuous_usage {
         ev.push(b',');
-        usage(ev, r.prompt_tokens, completion_tokens);
+        usage(ev, r, completion_tokens);
     }
 }
 
-fn usage(out: &mut Vec<u8>, prompt: u32, completion: u32) {
+fn usage(out: &mut Vec<u8>, r: &Reply, completion: u32) {
+    let prompt = r.prompt_tokens;
     out.extend_from_slice(b"\"usage\":{\"prompt_tokens\":");
     put_u64(out, prompt.into());
     out.extend_from_slice(b",\"total_tokens\":");
     put_u64(out, u64::from(prompt) + u64::from(completion));
     out.extend_from_slice(b",\"completion_tokens\":");
     put_u64(out, completion.into());
+    if let Some(cached) = r.cached_tokens {
+        out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+        put_u64(out, cached.into());
+        out.extend_from_slice(b"}");
+    }
     out.extend_from_slice(b"}");
+}
+
+/// Generated token `i`'s word, without its leading space (what the KV cache hashes).
+pub(crate) fn word(i: u32) -> &'static [u8] {
+    &WORDS[i as usize % WORDS.len()].as_bytes()[1..]
 }
 
 fn put_words(out: &mut Vec<u8>, first: u32, end: u32) {
@@ -340,6 +378,7 @@ mod tests {
             completion_tokens: 8,
             include_usage: true,
             continuous_usage: false,
+            cached_tokens: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //! only ever talks to it over loopback. It serves OpenAI-compatible `POST
 //! /v1/chat/completions` and `POST /v1/completions` (streaming and not), `GET /v1/models`
 //! and `GET /health` (plus `GET /sim/truth` and `POST /sim/truth/reset`: its own measured
-//! per-request TTFT and E2E, see `truth.rs`) over HTTP/1.1 keep-alive, in vLLM's exact wire
+//! per-request TTFT, E2E and queue time, see `truth.rs`; and `GET /metrics`: Prometheus text
+//! in vLLM's names, see `metrics.rs`) over HTTP/1.1 keep-alive, in vLLM's exact wire
 //! format, and stamps every event with `"ringbench_ns"` (absolute `CLOCK_MONOTONIC`, taken
 //! just before the write that carries it) so a client on the same host can measure delivery
 //! delay. It may not depend on any client module, may not print, and must stay cheap: the
@@ -30,14 +31,23 @@
 //! 45 µs late). Seen by a client with ttft 50 ms, itl 10 ms: TTFT p50 50.15 ms, gap p50
 //! 10.00 ms (p10–p90 9.93–10.08).
 //!
+//! Engine model (`engine/`, off unless a flag asks for it): each thread is one engine replica
+//! with `--max-num-seqs` running slots, a FIFO waiting queue bounded by `--max-waiting`
+//! (429 beyond), prefill time per uncached prompt token, and a KV cache of `--kv-cache-blocks`
+//! blocks with chained block hashes, prefix hits and LRU eviction. Off, every request is
+//! admitted at arrival and nothing waits: the same timing as before, plus the replica's
+//! `/metrics` counters (a few relaxed single-writer stores per request and one per write).
+//!
 //! Approximations, said once: there is no tokenizer, so the simulator's token is a word —
 //! a run of non-whitespace — of the prompt (message `content` strings and content parts'
 //! `text`), or one id of a token-id prompt; `prompt_tokens` counts those. The non-streaming body carries `ringbench_ns` as well.
 
 mod conn;
+mod engine;
 pub mod fault;
 mod format;
 mod load_model;
+mod metrics;
 mod request;
 mod server;
 mod stats;
@@ -101,6 +111,10 @@ pub(crate) struct Settings {
     pub faults: FaultConfig,
     pub load: load_model::LoadModel,
     pub tls: Option<Arc<crate::http::tls::ServerConfig>>,
+    /// The settings as given: the engine model's and the flavour's parts are read from here.
+    pub sim: SimSettings,
+    /// `sim.engine_on()`.
+    pub engine_on: bool,
 }
 
 impl Settings {
@@ -116,6 +130,8 @@ impl Settings {
             faults: s.faults.clone(),
             load: load_model::LoadModel::new(ns(s.ttft_per_inflight_ms), ns(s.itl_per_inflight_ms)),
             tls: cfg.tls.clone(),
+            sim: s.clone(),
+            engine_on: s.engine_on(),
         })
     }
 }
@@ -129,6 +145,7 @@ pub struct SimHandle {
     /// Where it listens (the actual port when 0 was asked for).
     pub addr: SocketAddr,
     threads: Vec<ThreadHandle>,
+    board: Arc<TruthBoard>,
 }
 
 struct ThreadHandle {
@@ -149,13 +166,14 @@ pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
         true => vec![None],
         false => cfg.settings.cpus.iter().copied().map(Some).collect(),
     };
-    let mut handle = SimHandle {
-        addr,
-        threads: Vec::with_capacity(cpus.len()),
-    };
     // Made before any thread starts, so each can serve `GET /sim/truth` for all of them.
     let stats: Vec<_> = cpus.iter().map(|_| Arc::default()).collect();
     let board = Arc::new(TruthBoard::new(stats.clone(), crate::rt::clock::mono_ns()));
+    let mut handle = SimHandle {
+        addr,
+        threads: Vec::with_capacity(cpus.len()),
+        board: board.clone(),
+    };
     for (index, (cpu, stats)) in cpus.into_iter().zip(stats).enumerate() {
         // Threads after the first bind the port the first one got.
         let (thread, bound) = spawn_thread(
@@ -223,7 +241,13 @@ impl SimHandle {
         let mut sum = stats::sum_threads(self.threads.iter().map(|t| &*t.stats));
         sum.cpu_ns = self.threads.iter().map(live_cpu_ns).sum();
         sum.io_driver = driver_name(&self.threads);
+        self.add_distinct(&mut sum);
         sum
+    }
+
+    fn add_distinct(&self, sum: &mut SimStats) {
+        sum.distinct_prompts = self.board.distinct.count();
+        sum.distinct_overflow = self.board.distinct.overflow();
     }
 
     /// Stops every thread (accept loops end, connections are shut and woken), joins them
@@ -245,6 +269,7 @@ impl SimHandle {
         let mut sum = stats::sum_threads(stopped.iter().map(|s| &**s));
         sum.cpu_ns = stopped.iter().map(|s| s.final_cpu_ns.load(Relaxed)).sum();
         sum.io_driver = io_driver;
+        self.add_distinct(&mut sum);
         sum
     }
 }

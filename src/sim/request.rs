@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::engine::kv::Chain;
 use super::format::Api;
+use crate::plan::workload::splitmix64;
 
 /// Most headers a request may carry.
 const MAX_HEADERS: usize = 64;
@@ -32,6 +34,8 @@ pub(crate) enum Route {
     Truth,
     /// `POST /sim/truth/reset`: starts a new truth window.
     TruthReset,
+    /// `GET /metrics`: Prometheus text in vLLM's (or llama.cpp's) names (`metrics.rs`).
+    Metrics,
     NotFound,
     MethodNotAllowed,
 }
@@ -116,6 +120,7 @@ fn route(method: &str, path: &str) -> Route {
         "/health" => ("GET", Route::Health),
         "/sim/truth" => ("GET", Route::Truth),
         "/sim/truth/reset" => ("POST", Route::TruthReset),
+        "/metrics" => ("GET", Route::Metrics),
         _ => return Route::NotFound,
     };
     if method == want {
@@ -287,6 +292,107 @@ impl<'de> Visitor<'de> for SizeVisitor {
     }
 }
 
+/// Pushes the prompt's tokens — the same words (or ids) `prompt_tokens` counts, in order —
+/// into `chain` for the KV cache. A second pass over a body `parse_body` already accepted,
+/// made only when the engine model has a cache.
+pub(crate) fn hash_prompt(body: &[u8], chain: &mut Chain) -> Result<(), serde_json::Error> {
+    chain.clear();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    de.deserialize_map(BodyTokens(chain))
+}
+
+/// The top-level body: only `prompt` and `messages` are walked.
+struct BodyTokens<'c>(&'c mut Chain);
+
+impl<'de> Visitor<'de> for BodyTokens<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    /// `prompt` wins over `messages` wherever it stands, as in `parse_body`.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut had_prompt = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "prompt" || (key == "messages" && !had_prompt) {
+                had_prompt |= key == "prompt";
+                self.0.clear();
+                map.next_value_seed(Tokens(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Token ids are hashed apart from words, so an id never equals a word.
+const ID_TAG: u64 = 0x0001_d50f_706b_656e;
+
+/// A prompt value: strings give words, integers ids; arrays and message objects
+/// (`content`, `text`) are walked in order, as `PromptSize` counts them.
+struct Tokens<'c>(&'c mut Chain);
+
+impl<'de> de::DeserializeSeed<'de> for Tokens<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tokens<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a prompt")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_text(v.as_bytes());
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.0.push(splitmix64(v ^ ID_TAG));
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.0.push(splitmix64(v as u64 ^ ID_TAG));
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Tokens(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "content" || key == "text" {
+                map.next_value_seed(Tokens(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +493,42 @@ Connection: close\r\n\r\n";
         assert!(parse_body(br#"{"max_tokens":0}"#).is_err());
         assert!(parse_body(br#"{"max_tokens":-1}"#).is_err());
         assert!(parse_body(br#"{"stream":"yes"}"#).is_err());
+    }
+
+    #[test]
+    fn the_cache_hashes_exactly_the_tokens_prompt_tokens_counts() {
+        let bodies: [&[u8]; 5] = [
+            br#"{"messages":[{"role":"user","content":[{"type":"text","text":"one two\nthree"}]},
+            {"role":"system","content":null},{"role":"user","content":"  four  five "}],"n":1}"#,
+            br#"{"prompt":"a b c d e f g h i","max_tokens":3}"#,
+            br#"{"model":"m","prompt":[1,2,3,4,5,6,7,8,9,10]}"#,
+            br#"{"prompt":"x","messages":[{"content":"y z"}]}"#,
+            br#"{"messages":[{"content":"y z"}],"prompt":"x"}"#,
+        ];
+        for body in bodies {
+            let job = parse_body(body).unwrap();
+            let mut chain = Chain::new(4, 1 << 10);
+            hash_prompt(body, &mut chain).unwrap();
+            assert_eq!(
+                chain.tokens,
+                u64::from(job.prompt_tokens),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+            assert_eq!(chain.hashes.len() as u64, chain.tokens / 4);
+        }
+        // Same words in a chat body or a completion body: the same blocks; another order: not.
+        let mut chat = Chain::new(2, 64);
+        hash_prompt(br#"{"messages":[{"role":"user","content":"a b"},{"role":"assistant","content":"c d"}]}"#, &mut chat).unwrap();
+        let mut text = Chain::new(2, 64);
+        hash_prompt(br#"{"prompt":"a b c d"}"#, &mut text).unwrap();
+        assert_eq!(chat.hashes, text.hashes);
+        hash_prompt(br#"{"prompt":"a b d c"}"#, &mut text).unwrap();
+        assert_eq!(chat.hashes[0], text.hashes[0]);
+        assert_ne!(chat.hashes[1], text.hashes[1]);
+        // Ids never collide with words that look like them.
+        hash_prompt(br#"{"prompt":[1,2]}"#, &mut chat).unwrap();
+        hash_prompt(br#"{"prompt":"1 2"}"#, &mut text).unwrap();
+        assert_ne!(chat.hashes, text.hashes);
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use super::metrics::ReplicaMetrics;
 use super::truth::{TruthHist, TruthPair, TruthSummary};
 
 /// What every simulator thread did, summed. Counted, never silent.
@@ -45,6 +46,26 @@ pub struct SimStats {
     pub ttft_us: TruthSummary,
     /// The same, to the return of the response's last write.
     pub e2e_us: TruthSummary,
+    /// Engine model: time completions spent waiting for a slot or KV blocks, from the read
+    /// that completed them to their admission (streamed or not; 0 for those admitted at once).
+    pub queue_us: TruthSummary,
+    /// Completions the engine admitted.
+    pub completions: u64,
+    /// The prompt tokens they carried (the simulator's tokens: words, see `request.rs`).
+    pub prompt_tokens: u64,
+    /// Of those prompt tokens, how many the KV cache served (0 without `--kv-cache-blocks`).
+    pub cached_tokens: u64,
+    /// Distinct prompts (by their token hash) among the admitted completions; counted only
+    /// with the KV cache on, up to `DISTINCT_BOUND`, beyond which `distinct_overflow` counts.
+    pub distinct_prompts: u64,
+    /// New prompt hashes not kept because the set was full.
+    pub distinct_overflow: u64,
+    /// Cached KV blocks evicted to make room.
+    pub kv_evictions: u64,
+    /// Answered 429: `--max-waiting` requests were waiting.
+    pub queue_full: u64,
+    /// Answered 400: prompt and `max_tokens` need more KV blocks than the cache has.
+    pub too_large: u64,
 }
 
 /// One thread's counters.
@@ -66,6 +87,14 @@ pub(crate) struct ThreadStats {
     /// Per-request truth of streamed completions (`truth.rs`).
     pub ttft: TruthHist,
     pub e2e: TruthHist,
+    /// Per-request queue time of every admitted completion.
+    pub queue: TruthHist,
+    pub completions: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub cached_tokens: AtomicU64,
+    /// This replica's `/metrics` figures (`metrics.rs`).
+    pub prom: ReplicaMetrics,
+    pub too_large: AtomicU64,
 }
 
 /// Adds one to a counter only its own thread writes.
@@ -89,6 +118,12 @@ impl ThreadStats {
         sum.io_errors += self.io_errors.load(Relaxed);
         sum.accept_errors += self.accept_errors.load(Relaxed);
         sum.faults += self.faults.load(Relaxed);
+        sum.completions += self.completions.load(Relaxed);
+        sum.prompt_tokens += self.prompt_tokens.load(Relaxed);
+        sum.cached_tokens += self.cached_tokens.load(Relaxed);
+        sum.kv_evictions += self.prom.kv_evictions.load(Relaxed);
+        sum.queue_full += self.prom.rejected.load(Relaxed);
+        sum.too_large += self.too_large.load(Relaxed);
     }
 }
 
@@ -103,5 +138,6 @@ pub(crate) fn sum_threads<'a>(threads: impl Iterator<Item = &'a ThreadStats>) ->
     }
     sum.ttft_us = truth.ttft.summary();
     sum.e2e_us = truth.e2e.summary();
+    sum.queue_us = truth.queue.summary();
     sum
 }

@@ -200,23 +200,35 @@ pub struct TruthSummary {
     pub clamped_high: u64,
 }
 
-/// Both figures, summed over threads.
+/// Every figure, summed over threads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TruthPair {
     pub ttft: TruthCounts,
     pub e2e: TruthCounts,
+    pub queue: TruthCounts,
+    pub completions: u64,
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
 }
 
 impl TruthPair {
     pub(crate) fn add(&mut self, t: &ThreadStats) {
         self.ttft.add(&t.ttft);
         self.e2e.add(&t.e2e);
+        self.queue.add(&t.queue);
+        self.completions += t.completions.load(Relaxed);
+        self.prompt_tokens += t.prompt_tokens.load(Relaxed);
+        self.cached_tokens += t.cached_tokens.load(Relaxed);
     }
 
     fn since(&self, base: &TruthPair) -> TruthPair {
         TruthPair {
             ttft: self.ttft.since(&base.ttft),
             e2e: self.e2e.since(&base.e2e),
+            queue: self.queue.since(&base.queue),
+            completions: self.completions.saturating_sub(base.completions),
+            prompt_tokens: self.prompt_tokens.saturating_sub(base.prompt_tokens),
+            cached_tokens: self.cached_tokens.saturating_sub(base.cached_tokens),
         }
     }
 }
@@ -226,7 +238,9 @@ impl TruthPair {
 /// only ever taken there, never on the serving path.
 #[derive(Debug)]
 pub(crate) struct TruthBoard {
-    threads: Vec<Arc<ThreadStats>>,
+    pub threads: Vec<Arc<ThreadStats>>,
+    /// Distinct prompt hashes seen by every replica.
+    pub distinct: Distinct,
     /// The baseline and the monotonic instant it was taken (the simulator's start at first).
     baseline: Mutex<(TruthPair, u64)>,
 }
@@ -239,12 +253,21 @@ pub(crate) struct TruthWindow {
     pub mono_ns: u64,
     pub ttft_us: TruthSummary,
     pub e2e_us: TruthSummary,
+    /// Engine model: admitted completions' time waiting for a slot or KV blocks.
+    pub queue_us: TruthSummary,
+    /// Completions admitted in the window, their prompt tokens and the cached share.
+    pub completions: u64,
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
+    /// Distinct prompts since the simulator started (KV cache on; not windowed).
+    pub distinct_prompts: u64,
 }
 
 impl TruthBoard {
     pub(crate) fn new(threads: Vec<Arc<ThreadStats>>, start_ns: u64) -> Self {
         Self {
             threads,
+            distinct: Distinct::default(),
             baseline: Mutex::new((TruthPair::default(), start_ns)),
         }
     }
@@ -272,7 +295,43 @@ impl TruthBoard {
             mono_ns: now_ns,
             ttft_us: diff.ttft.summary(),
             e2e_us: diff.e2e.summary(),
+            queue_us: diff.queue.summary(),
+            completions: diff.completions,
+            prompt_tokens: diff.prompt_tokens,
+            cached_tokens: diff.cached_tokens,
+            distinct_prompts: self.distinct.count(),
         }
+    }
+}
+
+/// Most distinct prompt hashes kept (8 MiB of hashes at most).
+pub(crate) const DISTINCT_BOUND: usize = 1 << 20;
+
+/// The set of prompt hashes every replica adds to, one insert per admitted completion with
+/// the KV cache on: a lock, so kept off the model-off path entirely. Bounded; what it cannot
+/// keep is counted.
+#[derive(Debug, Default)]
+pub(crate) struct Distinct {
+    set: Mutex<std::collections::HashSet<u64>>,
+    overflow: AtomicU64,
+}
+
+impl Distinct {
+    pub(crate) fn insert(&self, h: u64) {
+        let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        if set.len() < DISTINCT_BOUND {
+            set.insert(h);
+        } else if !set.contains(&h) {
+            self.overflow.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.set.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+
+    pub(crate) fn overflow(&self) -> u64 {
+        self.overflow.load(Relaxed)
     }
 }
 

@@ -17,6 +17,7 @@ mod support;
 
 mod cli_gate;
 mod e2e;
+mod engine;
 mod faults;
 mod interrupt;
 mod layout;

@@ -99,7 +99,7 @@ impl Conn {
         stall_ns: u64,
     ) -> Result<(), ConnEnd> {
         let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq());
+        let reply = reply_of(&plan, &model, self.next_seq(), None);
         self.stream_start(&plan, &reply, 2);
         let end = self.stream_fault(kind, &reply);
         self.model = model;
@@ -192,7 +192,7 @@ impl Conn {
             self.write_out().await?;
         }
         let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq());
+        let reply = reply_of(&plan, &model, self.next_seq(), None);
         let now = mono_ns();
         if plan.api == Api::Chat {
             format::role_event(&mut self.ev, &reply, now);
