@@ -6,9 +6,9 @@
 use super::{Collector, RunFacts, WorkerStats};
 use crate::output::console;
 use crate::plan::{Arrival, Load, Plan, Slo, SloMetric};
-use crate::record::{EventStamp, OslSource, Outcome, Record};
+use crate::record::{EventStamp, InputSource, OslSource, Outcome, Record};
 use crate::run::testkit::out_dir;
-use crate::summary::Summary;
+use crate::summary::{InputSourceCounts, Summary};
 
 const MS: u64 = 1_000_000;
 
@@ -687,4 +687,207 @@ fn console_block_reads_like_vllm_and_shows_the_overhead() {
     assert!(text.contains("Client overhead"));
     assert!(text.contains("  - scheduling lag p99"));
     assert!(text.contains("* from fewer samples"));
+}
+
+/// Request A, `id` × 20 ms later, whose prompt the client counted as `client` tokens (from
+/// `source`) and the server as `server` (none when it sent no `usage.prompt_tokens`).
+fn prompt(id: u64, client: u32, source: InputSource, server: Option<u32>) -> Record {
+    let mut r = shifted(request_a(), id * 20 * MS);
+    r.id = id;
+    r.input_tokens = client;
+    r.input_source = source;
+    r.usage_prompt_tokens = server;
+    r
+}
+
+/// The input-token warning of a run of one request, if any.
+fn isl_warning(client: u32, server: u32, source: InputSource) -> Option<String> {
+    let s = run(
+        &Plan::defaults(),
+        &[prompt(0, client, source, Some(server))],
+        facts(1),
+    );
+    s.warnings
+        .iter()
+        .find(|w| w.starts_with("input tokens:"))
+        .cloned()
+}
+
+fn console_text(s: &Summary) -> String {
+    let mut out = Vec::new();
+    console::print_console(s, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn input_tokens_keep_their_source_and_the_servers_count_sits_beside_them() {
+    use InputSource::Tokenizer;
+    let mut warm = prompt(0, 10, Tokenizer, Some(1_000));
+    warm.warmup = true;
+    let mut broken = failed(3, Outcome::ResetMidStream, 200, 70, 75);
+    broken.input_source = Tokenizer;
+    broken.usage_prompt_tokens = Some(500);
+    // Measured and successful: 10 (the server says 12), 20 (21), 30 (no usage).
+    let records = [
+        warm,
+        prompt(1, 10, Tokenizer, Some(12)),
+        prompt(2, 20, Tokenizer, Some(21)),
+        broken,
+        prompt(4, 30, Tokenizer, None),
+    ];
+    let s = run(&Plan::defaults(), &records, facts(5));
+    let t = &s.tokens;
+    assert_eq!(
+        t.input_total, 60,
+        "the client's count, warm-up and failures out"
+    );
+    assert_eq!(
+        t.input_source,
+        InputSourceCounts {
+            tokenizer: 3,
+            approximate: 0
+        }
+    );
+    assert_eq!(
+        (t.input_total_server, t.input_server_reports),
+        (Some(33), 2)
+    );
+    // Over the two that reported: 33 / (10 + 20).
+    assert_exact(t.input_server_ratio, 1.1);
+    let w: Vec<&String> = s.warnings.iter().filter(|w| w.contains("input")).collect();
+    assert_eq!(
+        w,
+        [
+            "input tokens: the server counted 33, the client 30 (×1.10, over 2 requests reporting \
+          usage.prompt_tokens): expected: the chat template and special tokens, which \
+          --tokenizer counts leave out"
+        ]
+    );
+    let text = console_text(&s);
+    let line = "Total input tokens:                      60 (client, tokenizer) · server 33 \
+                over 2 of 3 requests (×1.10)";
+    assert!(text.contains(line), "missing {line:?} in\n{text}");
+}
+
+#[test]
+fn without_the_servers_count_its_figures_are_null_and_nothing_is_warned() {
+    let records = [
+        prompt(0, 64, InputSource::Approximate, None),
+        prompt(1, 64, InputSource::Approximate, None),
+    ];
+    let s = run(&Plan::defaults(), &records, facts(2));
+    let t = &s.tokens;
+    assert_eq!((t.input_total, t.input_source.approximate), (128, 2));
+    assert_eq!(
+        (
+            t.input_total_server,
+            t.input_server_reports,
+            t.input_server_ratio
+        ),
+        (None, 0, None)
+    );
+    assert!(!has_warning(&s, "input tokens:"), "{:?}", s.warnings);
+    let text = console_text(&s);
+    let line = "Total input tokens:                      128 (client, approximate)\n";
+    assert!(text.contains(line), "missing {line:?} in\n{text}");
+    // Every request reported and the counts agree: the ratio, no "over N of M".
+    let agreeing = [prompt(0, 64, InputSource::Approximate, Some(64))];
+    let text = console_text(&run(&Plan::defaults(), &agreeing, facts(1)));
+    let line = "64 (client, approximate) · server 64 (×1.00)\n";
+    assert!(text.contains(line), "missing {line:?} in\n{text}");
+}
+
+#[test]
+fn the_servers_count_is_warned_about_beyond_5_percent_either_way() {
+    use InputSource::{Approximate, Tokenizer};
+    for server in [95, 100, 105] {
+        assert_eq!(isl_warning(100, server, Tokenizer), None, "server {server}");
+        assert_eq!(
+            isl_warning(100, server, Approximate),
+            None,
+            "server {server}"
+        );
+    }
+    let above = isl_warning(100, 106, Tokenizer).expect("6% above warns");
+    assert!(
+        above.contains("counted 106, the client 100 (×1.06"),
+        "{above}"
+    );
+    assert!(above.contains("chat template"), "{above}");
+    let below = isl_warning(100, 94, Tokenizer).expect("6% below warns");
+    assert!(
+        below.contains("fewer than the client's exact count"),
+        "{below}"
+    );
+    assert!(below.contains("--tokenizer"), "{below}");
+    // The llama.cpp case: 64 synthetic words, 115 by the server's count.
+    let approx = isl_warning(64, 115, Approximate).expect("approximate warns");
+    assert_eq!(
+        approx,
+        "input tokens: the server counted 115, the client 64 (×1.80, over 1 request reporting \
+         usage.prompt_tokens): the client's count is approximate: give --tokenizer the \
+         server's tokenizer.json for exact counts"
+    );
+}
+
+#[test]
+fn twice_or_half_the_clients_count_looks_like_a_wrong_tokenizer() {
+    use InputSource::{Approximate, Tokenizer};
+    let wrong = "looks like a wrong tokenizer: give --tokenizer the server's tokenizer.json";
+    for (server, want) in [
+        (200, wrong),
+        (50, wrong),
+        (199, "chat template"),
+        (51, "fewer than the client's exact count"),
+    ] {
+        let w = isl_warning(100, server, Tokenizer).expect("warns");
+        assert!(w.contains(want), "server {server}: {w}");
+    }
+    let w = isl_warning(100, 200, Tokenizer).unwrap();
+    assert!(
+        w.contains("the server counted 200, the client 100 (×2.00,"),
+        "{w}"
+    );
+    for server in [200, 50] {
+        let w = isl_warning(100, server, Approximate).unwrap();
+        assert!(
+            w.contains("the client's approximation is far off: give --tokenizer"),
+            "server {server}: {w}"
+        );
+    }
+}
+
+#[test]
+fn report_recomputes_the_input_figures_and_old_logs_read_as_approximate() {
+    use InputSource::Tokenizer;
+    let dir = out_dir("isl-report");
+    let mut c = Collector::new(&Plan::defaults(), Some(&dir)).unwrap();
+    let records = [
+        prompt(0, 100, Tokenizer, Some(300)),
+        prompt(1, 100, Tokenizer, None),
+    ];
+    records.iter().for_each(|r| c.add(r));
+    let ran = c.finish(facts(2)).unwrap();
+    let again = super::replay::recompute(&dir, &Default::default()).unwrap();
+    assert_eq!(again.tokens, ran.tokens);
+    assert_eq!(again.warnings, ran.warnings);
+    assert_eq!(ran.tokens.input_total_server, Some(300));
+    assert!(has_warning(&again, "looks like a wrong tokenizer"));
+    // The same log as written before `input_source` existed.
+    let log = dir.join(crate::record::jsonl::FILE_NAME);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let old = text.replace("\"input_source\":\"tokenizer\",", "");
+    assert_ne!(old, text);
+    std::fs::write(&log, old).unwrap();
+    let old = super::replay::recompute(&dir, &Default::default()).unwrap();
+    assert_eq!(
+        old.tokens.input_source,
+        InputSourceCounts {
+            tokenizer: 0,
+            approximate: 2
+        }
+    );
+    assert_eq!(old.tokens.input_server_ratio, ran.tokens.input_server_ratio);
+    assert!(has_warning(&old, "the client's approximation is far off"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -59,7 +59,7 @@ impl Collector {
         let throughput = Throughput {
             requests_per_s: per_s(m.ok as f64),
             output_tokens_per_s: per_s(m.output_tokens as f64),
-            total_tokens_per_s: per_s((m.input_tokens + m.output_tokens) as f64),
+            total_tokens_per_s: per_s((m.isl.client_total + m.output_tokens) as f64),
             goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
             goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
             good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
@@ -91,11 +91,7 @@ impl Collector {
             },
             achieved,
             latency_ms: latency(m, &st.percentiles),
-            tokens: Tokens {
-                input_total: m.input_tokens,
-                output_total: m.output_tokens,
-                output_source: m.output_source.clone(),
-            },
+            tokens: tokens(m),
             overhead,
             warnings,
             interrupted: facts.interrupted,
@@ -104,6 +100,17 @@ impl Collector {
             verdict,
         }
     }
+}
+
+/// The token totals: the input side from the ISL tally (both counts), the output side here.
+fn tokens(m: &Measured) -> Tokens {
+    let mut t = Tokens {
+        output_total: m.output_tokens,
+        output_source: m.output_source.clone(),
+        ..Tokens::default()
+    };
+    m.isl.fill(&mut t);
+    t
 }
 
 /// The run's exit status and its reasons, from the counts and the overhead verdict.
@@ -227,6 +234,7 @@ fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<St
 }
 
 fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
+    warnings.extend(m.isl.warning());
     if m.osl_mismatch > 0 {
         warnings.push(format!(
             "{} of {} successful requests got a different number of output tokens than asked \

@@ -16,6 +16,7 @@ pub mod definitions;
 mod dist;
 mod finish;
 pub mod hlog;
+mod isl;
 pub mod log;
 pub mod osl;
 pub mod replay;
@@ -178,7 +179,8 @@ struct Measured {
     e2e_all_ns: u128,
     good: u64,
     good_output_tokens: u64,
-    input_tokens: u64,
+    /// ISL both sides: the client's count and the server's `usage.prompt_tokens`.
+    isl: isl::IslTally,
     output_tokens: u64,
     output_source: OutputSource,
     /// Sent records without `sent_ns`, and successful ones whose stamps run backwards.
@@ -376,7 +378,7 @@ impl Measured {
 
     fn add_ok(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
         self.ok += 1;
-        self.input_tokens += rec.input_tokens as u64;
+        self.isl.add(rec);
         self.output_tokens += rec.output_tokens as u64;
         match rec.output_source {
             OslSource::Usage => self.output_source.usage += 1,

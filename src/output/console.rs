@@ -117,7 +117,7 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Benchmark duration (s):",
         format!("{:.2}", s.duration_s),
     )?;
-    row(out, "Total input tokens:", s.tokens.input_total)?;
+    row(out, "Total input tokens:", input_tokens(s))?;
     row(out, "Total generated tokens:", s.tokens.output_total)?;
     prefix_reuse(s, out)?;
     let t = &s.throughput;
@@ -155,6 +155,29 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Mean concurrency (Little's law):",
         num(s.achieved.concurrency_mean, 2),
     )
+}
+
+/// The client's input total and how it was counted, then the server's `usage.prompt_tokens`
+/// total beside it when the server reported one: `64000 (client, approximate) · server 115000
+/// (×1.80)`, with `over N of M requests` when not every request reported.
+fn input_tokens(s: &Summary) -> String {
+    let t = &s.tokens;
+    let how = match (t.input_source.tokenizer, t.input_source.approximate) {
+        (0, 0) => return t.input_total.to_string(),
+        (_, 0) => "client, tokenizer",
+        (0, _) => "client, approximate",
+        _ => "client",
+    };
+    let mut line = format!("{} ({how})", t.input_total);
+    if let (Some(server), Some(ratio)) = (t.input_total_server, t.input_server_ratio) {
+        line.push_str(&format!(" · server {server}"));
+        if t.input_server_reports < s.counts.ok {
+            let (n, of) = (t.input_server_reports, s.counts.ok);
+            line.push_str(&format!(" over {n} of {of} requests"));
+        }
+        line.push_str(&format!(" (×{ratio:.2})"));
+    }
+    line
 }
 
 /// The four blocks `vllm bench serve` prints, in its order.

@@ -15,6 +15,7 @@ use crate::prepare::salt::{SaltAt, SaltPool};
 #[cfg(test)]
 use crate::prepare::Prepared;
 use crate::prepare::Prompt;
+use crate::record::InputSource;
 use crate::summary::workload::WorkloadStats;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -52,6 +53,8 @@ pub struct Catalog {
     /// Distinct salts of each class (1 unsalted).
     class_values: Arc<[u64]>,
     pub input_method: String,
+    /// How every entry's `input_tokens` was counted; workers copy it into each record.
+    pub input_source: InputSource,
 }
 
 impl Catalog {
@@ -116,6 +119,11 @@ impl Catalog {
             class_of: class_of.into(),
             class_values: class_values.into(),
             input_method: stats.input_method.clone(),
+            // A tokenizer, when the run has one, counted every prompt (`prepare`).
+            input_source: match stats.tokenizer {
+                Some(_) => InputSource::Tokenizer,
+                None => InputSource::Approximate,
+            },
         }
     }
 

@@ -1,6 +1,6 @@
 //! Part of the record (… → extract → **record** → collector …): the one schema of the
 //! per-request log, `DIR/requests.jsonl` — one line per record, warm-up included. The schema
-//! is `Record`'s own serde form (field names, `Outcome` and `OslSource` names, events as
+//! is `Record`'s own serde form (field names, `Outcome`, `InputSource` and `OslSource` names, events as
 //! arrays); `parse_line` reads a line through it, and `format_line` writes the same line by
 //! hand into one reused buffer, because `serde_json` cost about 4 µs per 16-event record and
 //! the collector writes tens of thousands a second. A test holds the two to the same bytes'
@@ -14,7 +14,7 @@
 //! {"id":7,"worker":0,"warmup":false,"outcome":"ok","status":200,
 //!  "intended_ns":1000,"sent_ns":1200,"head_ns":5000,"first_token_ns":9000,
 //!  "first_output_ns":9000,"last_token_ns":19000,"done_ns":19500,
-//!  "input_tokens":128,"output_tokens":3,"output_source":"usage",
+//!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
 //!  "reads":4,"bytes":912,"events_dropped":0,"warmup_by":null,
 //!  "events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
@@ -23,6 +23,10 @@
 //! - Every stamp is integer nanoseconds on the run clock; `null` means it did not happen.
 //! - `outcome` is `Outcome::name` (`ok`, `not_sent`, `cancelled`, `http_status`, …);
 //!   `status` is the HTTP status (0 when no head arrived).
+//! - `input_source` is `tokenizer` (the client tokenizer's exact count) or `approximate` (one
+//!   token per synthetic word, or per 4 bytes of dataset text); a line without it (written
+//!   before it existed) reads as `approximate`. `usage_prompt_tokens` is the server's own
+//!   count of the same prompt, `null` when it sent none.
 //! - `output_source` is `usage`, `tokenizer` or `events`.
 //! - `warmup_by` says which warm-up rule excluded a record: `count` (`--warmup-requests`),
 //!   `duration` (`--warmup-duration`), `both`, or `null` for a measured one.
@@ -74,6 +78,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_opt(buf, "last_token_ns", r.last_token_ns);
     key_opt(buf, "done_ns", r.done_ns);
     key_u64(buf, "input_tokens", r.input_tokens.into());
+    key_str(buf, "input_source", r.input_source.name());
     key_u64(buf, "output_tokens", r.output_tokens.into());
     key_str(buf, "output_source", r.output_source.name());
     key_opt(
@@ -172,7 +177,7 @@ fn key_str(buf: &mut Vec<u8>, k: &str, v: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{OslSource, Outcome};
+    use crate::record::{InputSource, OslSource, Outcome};
     use proptest::prelude::*;
 
     #[test]
@@ -253,7 +258,13 @@ mod tests {
         );
         (
             (any::<u64>(), any::<u16>(), any::<bool>(), any::<bool>()),
-            (0..Outcome::ALL.len(), any::<u16>(), any::<u64>(), 0..3usize),
+            (
+                0..Outcome::ALL.len(),
+                any::<u16>(),
+                any::<u64>(),
+                0..3usize,
+                any::<bool>(),
+            ),
             stamps,
             usage,
             counts,
@@ -277,6 +288,10 @@ mod tests {
                 last_token_ns: st[4],
                 done_ns: st[5],
                 input_tokens: c.0,
+                input_source: match kinds.4 {
+                    true => InputSource::Tokenizer,
+                    false => InputSource::Approximate,
+                },
                 output_tokens: c.1,
                 output_source: [OslSource::Usage, OslSource::Tokenizer, OslSource::Events][kinds.3],
                 usage_prompt_tokens: us[0],
@@ -303,6 +318,37 @@ mod tests {
             parse_line(std::str::from_utf8(&buf).unwrap(), &mut back).unwrap();
             prop_assert_eq!(back, r);
         }
+    }
+
+    #[test]
+    fn the_input_source_is_written_read_back_and_defaults_for_old_logs() {
+        let r = Record {
+            id: 3,
+            outcome: Outcome::Ok,
+            input_tokens: 64,
+            input_source: InputSource::Tokenizer,
+            usage_prompt_tokens: Some(115),
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        format_line(&mut buf, &r);
+        let line = std::str::from_utf8(&buf).unwrap();
+        assert!(
+            line.contains(r#""input_tokens":64,"input_source":"tokenizer","#),
+            "{line}"
+        );
+        assert!(line.contains(r#""usage_prompt_tokens":115,"#), "{line}");
+        let mut back = Record::default();
+        parse_line(line, &mut back).unwrap();
+        assert_eq!(back, r);
+        // A line written before `input_source` existed: the weaker claim, approximate.
+        let old = line.replace(r#""input_source":"tokenizer","#, "");
+        assert!(!old.contains("input_source"));
+        parse_line(&old, &mut back).unwrap();
+        assert_eq!(back.input_source, InputSource::Approximate);
+        assert_eq!(back.usage_prompt_tokens, Some(115));
+        let bad = line.replace(r#""tokenizer""#, r#""guess""#);
+        assert!(parse_line(&bad, &mut back).unwrap_err().contains("guess"));
     }
 
     #[test]

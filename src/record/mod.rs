@@ -120,6 +120,32 @@ impl OslSource {
     }
 }
 
+/// Where a request's input token count (ISL) came from: the client's own count, known before
+/// the run. The server's `usage.prompt_tokens` is kept beside it (`Record::usage_prompt_tokens`),
+/// never in place of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputSource {
+    /// Counted by the client tokenizer (`--tokenizer`): exact, special tokens and chat template
+    /// excluded.
+    Tokenizer,
+    /// The client's approximation without a tokenizer: one token per word of a synthetic
+    /// prompt, one per 4 bytes of dataset text. Also what a log written before the field
+    /// existed reads as (the weaker claim).
+    #[default]
+    Approximate,
+}
+
+impl InputSource {
+    /// The `requests.jsonl` name (`tokenizer`, `approximate`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InputSource::Tokenizer => "tokenizer",
+            InputSource::Approximate => "approximate",
+        }
+    }
+}
+
 /// Which warm-up rules a request fell under; both can hold at once, and `Record::warmup` is
 /// their union.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -303,11 +329,16 @@ pub struct Record {
     pub done_ns: Option<u64>,
     /// Prompt tokens as the client counts them (known before the run).
     pub input_tokens: u32,
+    /// Where `input_tokens` came from (the catalog's, copied). Logs written before it existed
+    /// lack it: then it reads as `approximate`.
+    #[serde(default)]
+    pub input_source: InputSource,
     /// The resolved OSL and where it came from.
     pub output_tokens: u32,
     /// Where `output_tokens` came from.
     pub output_source: OslSource,
-    /// What the server's `usage` said, kept beside the client's figures.
+    /// The server's `usage.prompt_tokens`, kept beside the client's `input_tokens` (they
+    /// differ by the chat template and special tokens, or by a different tokenizer).
     pub usage_prompt_tokens: Option<u32>,
     /// `usage.completion_tokens`, when the server sent it.
     pub usage_completion_tokens: Option<u32>,

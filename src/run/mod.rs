@@ -14,7 +14,7 @@ use crate::collector::{Collector, LiveCounts, RunFacts};
 use crate::plan::{IoDriver, Plan};
 use crate::prepare::catalog::Catalog;
 use crate::prepare::WorkloadTally;
-use crate::record::Record;
+use crate::record::{InputSource, Record};
 use crate::rt::netcount::NetCounters;
 use crate::summary::workload::WorkloadStats;
 use crate::summary::Summary;
@@ -200,7 +200,7 @@ fn with_nonce(plan: &Plan) -> Plan {
 /// What the workers, the catalog and the plan itself have to say beside the figures.
 fn warnings(plan: &Plan, catalog: &Catalog, ends: &[WorkerEnd]) -> Vec<String> {
     let mut warnings: Vec<String> = ends.iter().flat_map(|e| e.warnings.clone()).collect();
-    if !catalog.input_method.starts_with("exact") {
+    if catalog.input_source == InputSource::Approximate {
         warnings.push(catalog.input_method.clone());
     }
     if plan.insecure {

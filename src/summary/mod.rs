@@ -371,14 +371,40 @@ pub fn is_small_sample(p: f64, count: u64) -> bool {
 }
 
 /// Token totals of the run (`tokens` in `summary.json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tokens {
-    /// Σ ISL of measured successful requests.
+    /// Σ ISL of measured successful requests: the client's own count, known before the run
+    /// (what `vllm bench serve` reports as its total input tokens, and what the token
+    /// throughputs use). Exact or approximate as `input_source` says; never the server's.
     pub input_total: u64,
+    /// How many successful requests had their ISL from each source.
+    #[serde(default)]
+    pub input_source: InputSourceCounts,
+    /// Σ the server's `usage.prompt_tokens` over measured successful requests that reported
+    /// it; `null` when none did.
+    #[serde(default)]
+    pub input_total_server: Option<u64>,
+    /// Measured successful requests that reported `usage.prompt_tokens`.
+    #[serde(default)]
+    pub input_server_reports: u64,
+    /// `input_total_server` / the client's ISL over the same reporting requests; `null` when
+    /// none reported. Above 1 by the chat template and special tokens with an exact client
+    /// count; far from 1, a different tokenizer (or the approximation).
+    #[serde(default)]
+    pub input_server_ratio: Option<f64>,
     /// Σ OSL of measured successful requests.
     pub output_total: u64,
     /// How many successful requests took their OSL from each source.
     pub output_source: OutputSource,
+}
+
+/// Measured successful requests by where their ISL came from (`tokens.input_source`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputSourceCounts {
+    /// Counted by the client tokenizer (`--tokenizer`): exact, chat template excluded.
+    pub tokenizer: u64,
+    /// The client's approximation: one token per synthetic word, one per 4 bytes of text.
+    pub approximate: u64,
 }
 
 /// Measured successful requests by where their OSL came from (`tokens.output_source`).

@@ -128,6 +128,7 @@ impl Conn {
             warmup_by,
             intended_ns: job.intended_ns,
             input_tokens: entry.input_tokens,
+            input_source: s.catalog.input_source,
             events: spare.events,
             text: spare.text,
             ..Default::default()

@@ -227,6 +227,7 @@ impl Ctx {
             warmup_by,
             intended_ns,
             input_tokens: self.setup.catalog.get(id).input_tokens,
+            input_source: self.setup.catalog.input_source,
             ..Default::default()
         }
     }

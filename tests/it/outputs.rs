@@ -192,18 +192,30 @@ fn real_summaries_match_the_schema_and_broken_ones_do_not() {
     bad_kind["counts"]["failed_by_kind"]["gremlins"] = 1.into();
     let mut bad_salt = faulty.clone();
     bad_salt["workload"]["salt"]["tokens"] = (-1).into();
+    let mut bad_ratio = faulty.clone();
+    bad_ratio["tokens"]["input_server_ratio"] = Value::String("1.8".into());
+    let mut no_source = faulty.clone();
+    no_source["tokens"]
+        .as_object_mut()
+        .unwrap()
+        .remove("input_source");
     for (name, broken) in [
         ("missing", missing),
         ("wrong type", wrong_type),
         ("null count", bad_null),
         ("unknown failure kind", bad_kind),
         ("negative salt", bad_salt),
+        ("input ratio as text", bad_ratio),
+        ("no input source", no_source),
     ] {
         assert!(!schema_errors(&broken).is_empty(), "{name} was accepted");
     }
     // Nullable where the figure can be missing: a server that does not stamp its writes.
     let mut unstamped = faulty.clone();
     unstamped["overhead"]["delivery_delay_ms"] = Value::Null;
+    // ... and a server that sends no usage.prompt_tokens.
+    unstamped["tokens"]["input_total_server"] = Value::Null;
+    unstamped["tokens"]["input_server_ratio"] = Value::Null;
     assert_eq!(schema_errors(&unstamped), Vec::<String>::new());
 }
 

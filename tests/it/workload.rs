@@ -2,7 +2,8 @@
 //! percentiles, the exact-length method with a real LLM tokenizer — GPT-2's, converted from
 //! the vocabulary the `tiktoken-rs` crate embeds, no download, and checked here against
 //! tiktoken-rs's own encoding), trace replay at the trace's times with its lengths, the
-//! observed prefix reuse, and the refusal of bad input (exit 2). How `prepare` builds each
+//! observed prefix reuse, the server's prompt count beside the client's (and the warning
+//! when they are far apart), and the refusal of bad input (exit 2). How `prepare` builds each
 //! prompt is a unit test (`src/prepare/workload_tests.rs`). Runs go against the built-in
 //! simulator on loopback, bounded in count, serialized by the one lock.
 
@@ -320,4 +321,89 @@ fn every_request_sends_its_own_prompt_and_the_nonce_reruns_a_run_exactly() {
         "3",
     ]));
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+}
+
+/// A run of 20 requests through the binary with `extra` flags: its summary, its
+/// `requests.jsonl` and its console.
+fn isl_run(name: &str, extra: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>, String) {
+    let dir = made_dir(name);
+    let out = output(
+        ringbench(["run", "--quiet", "--concurrency", "4", "--allow-invalid"])
+            .args(["--request-count", "20", "--warmup-requests", "0"])
+            .args(["--cpus", &cpu_pair().0.to_string()])
+            .args(extra)
+            .arg("--out")
+            .arg(&dir),
+    );
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let s = read_json(&dir.join("summary.json"));
+    (s, read_jsonl(&dir.join("requests.jsonl")), out.stdout)
+}
+
+fn isl_warnings(s: &serde_json::Value) -> Vec<&str> {
+    s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.starts_with("input tokens:"))
+        .collect()
+}
+
+#[test]
+fn the_servers_prompt_count_sits_beside_ours_and_a_far_one_is_warned_about() {
+    let _g = lock();
+    // Synthetic prompts without --tokenizer: N words, counted N by both sides (the built-in
+    // simulator counts words).
+    let (s, lines, stdout) = isl_run("isl-synthetic", &["--input-tokens", "64"]);
+    let t = &s["tokens"];
+    assert_eq!(t["input_total"], 20 * 64, "{t}");
+    assert_eq!(t["input_source"]["approximate"], 20, "{t}");
+    assert_eq!(t["input_source"]["tokenizer"], 0, "{t}");
+    assert_eq!(t["input_total_server"], 20 * 64, "{t}");
+    assert_eq!(t["input_server_reports"], 20, "{t}");
+    assert_eq!(t["input_server_ratio"], 1.0, "{t}");
+    assert_eq!(isl_warnings(&s), Vec::<&str>::new());
+    assert!(lines.iter().all(|l| l["input_source"] == "approximate"));
+    let line = "Total input tokens:                      1280 (client, approximate) · server \
+                1280 (×1.00)";
+    assert!(stdout.contains(line), "missing {line:?} in\n{stdout}");
+
+    // Dataset text of long words: one token per 4 bytes is far more than one per word.
+    let dir = made_dir("isl-data");
+    let data = dir.join("long.jsonl");
+    let prompt = ["incomprehensibilities"; 20].join(" ");
+    std::fs::write(&data, format!("{{\"prompt\":\"{prompt}\"}}\n").repeat(4)).unwrap();
+    let (s, lines, stdout) = isl_run("isl-dataset", &["--dataset", data.to_str().unwrap()]);
+    let t = &s["tokens"];
+    let client: u64 = lines
+        .iter()
+        .map(|l| l["input_tokens"].as_u64().unwrap())
+        .sum();
+    let server: u64 = lines
+        .iter()
+        .map(|l| l["usage_prompt_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        (t["input_total"].as_u64(), t["input_total_server"].as_u64()),
+        (Some(client), Some(server))
+    );
+    let ratio = t["input_server_ratio"].as_f64().unwrap();
+    assert_eq!(ratio, server as f64 / client as f64);
+    assert!(ratio <= 0.5, "{t}");
+    let w = isl_warnings(&s);
+    assert_eq!(w.len(), 1, "{:?}", s["warnings"]);
+    assert!(
+        w[0].contains(&format!("the server counted {server}, the client {client}")),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[0].contains("approximation is far off: give --tokenizer"),
+        "{}",
+        w[0]
+    );
+    assert!(stdout.contains(&format!(
+        "{client} (client, approximate) · server {server} (×"
+    )));
 }
