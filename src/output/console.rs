@@ -212,12 +212,49 @@ fn prefix_reuse(s: &Summary, out: &mut impl Write) -> io::Result<()> {
             out,
             "Prefix reuse intended / cached:",
             format!("{:.1}% / {observed}", p.intended_reuse_rate * 100.0),
-        ),
+        )?,
         None if w.observed_cached_rate.is_some() => {
-            row(out, "Prompt tokens served from cache:", observed)
+            row(out, "Prompt tokens served from cache:", observed)?
         }
-        None => Ok(()),
+        None => {}
     }
+    sim_engine(s, out)
+}
+
+/// The built-in simulator's engine, when its model was on: how long requests queued, and
+/// whether its KV cache had to evict (which lowers the reuse a workload intended).
+fn sim_engine(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let Some(sim) = s.overhead.sim.as_ref() else {
+        return Ok(());
+    };
+    let n = |k: &str| sim[k].as_u64().unwrap_or(0);
+    let queued = n("completions") > 0 && sim["queue_us"]["count"].as_u64().unwrap_or(0) > 0;
+    if !queued && n("kv_evictions") == 0 && n("queue_full") == 0 {
+        return Ok(());
+    }
+    let ms = |k: &str| {
+        sim["queue_us"][k]
+            .as_f64()
+            .map_or("-".into(), |us| format!("{:.2}", us / 1e3))
+    };
+    row(
+        out,
+        "Simulator queue p50 / p99 (ms):",
+        format!("{} / {}", ms("p50"), ms("p99")),
+    )?;
+    row(
+        out,
+        "Simulator KV evictions / 429s:",
+        format!(
+            "{} blocks / {} (queue full){}",
+            n("kv_evictions"),
+            n("queue_full"),
+            match n("kv_evictions") {
+                0 => "",
+                _ => ": the cache evicted, so reuse is below what fits",
+            }
+        ),
+    )
 }
 
 fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {

@@ -24,6 +24,7 @@ use super::stats::{bump, ThreadStats};
 use super::tls_stream::SimStream;
 use super::truth::TruthBoard;
 use super::Settings;
+use crate::plan::sim::Flavor;
 use crate::rt::clock::mono_ns;
 use crate::rt::timer::{fire_now, Timer};
 
@@ -151,6 +152,7 @@ struct Plan {
     include_usage: bool,
     continuous_usage: bool,
     prompt_tokens: u32,
+    flavor: Flavor,
 }
 
 struct Conn {
@@ -171,6 +173,8 @@ struct Conn {
     read_ns: u64,
     /// This connection's place in the engine, reused request after request.
     seat: Rc<RefCell<Seat>>,
+    /// Close once the current response is out (`--flavor llama-cpp` after a stream).
+    close_after: bool,
 }
 
 impl Conn {
@@ -181,6 +185,7 @@ impl Conn {
         );
         Self {
             seat: Rc::new(RefCell::new(Seat::new(block_size, blocks))),
+            close_after: false,
             stream,
             timer: None,
             shared,
@@ -249,6 +254,8 @@ impl Conn {
         let close = head.close;
         self.dispatch(head, arrival_ns).await?;
         self.rbuf.drain(..total);
+        // llama.cpp closes after every stream although its head says keep-alive.
+        let close = close || std::mem::take(&mut self.close_after);
         Ok(Next::Served { close })
     }
 
@@ -316,7 +323,7 @@ impl Conn {
     async fn completion(&mut self, api: Api, head: Head, arrival: u64) -> Result<(), ConnEnd> {
         let body = &self.rbuf[head.head_len..head.head_len + head.body_len];
         let plan = match request::parse_body(body) {
-            Ok(job) => plan_of(api, &job, &mut self.model, &self.shared.settings.model),
+            Ok(job) => plan_of(api, &job, &mut self.model, &self.shared.settings),
             Err(e) => {
                 bump(&self.shared.stats.parse_errors, 1);
                 let msg = e.to_string();
@@ -360,7 +367,7 @@ impl Conn {
             self.sleep_until(due(next)).await?;
             let now = mono_ns();
             if next == 0 {
-                format::stream_head(&mut self.wbuf, close);
+                format::stream_head(&mut self.wbuf, close, reply.flavor);
                 if plan.api == Api::Chat {
                     format::role_event(&mut self.ev, &reply, now);
                     self.push_event();
@@ -392,6 +399,7 @@ impl Conn {
             }
         }
         self.model = model;
+        self.close_after = plan.flavor == Flavor::LlamaCpp;
         Ok(())
     }
 
@@ -422,8 +430,10 @@ impl Conn {
     }
 
     fn push_tail(&mut self, reply: &Reply<'_>, now: u64) {
-        if reply.include_usage {
-            format::usage_event(&mut self.ev, reply, now);
+        if format::finish_event(&mut self.ev, reply, now) {
+            self.push_event();
+        }
+        if reply.include_usage && format::usage_event(&mut self.ev, reply, now) {
             self.push_event();
         }
         format::stream_tail(&mut self.wbuf);
@@ -490,7 +500,8 @@ impl Conn {
     }
 }
 
-fn plan_of(api: Api, job: &Job<'_>, model: &mut String, default_model: &str) -> Plan {
+fn plan_of(api: Api, job: &Job<'_>, model: &mut String, s: &Settings) -> Plan {
+    let default_model = s.model.as_str();
     model.clear();
     model.push_str(job.model.as_deref().unwrap_or(default_model));
     Plan {
@@ -500,6 +511,7 @@ fn plan_of(api: Api, job: &Job<'_>, model: &mut String, default_model: &str) -> 
         include_usage: job.include_usage,
         continuous_usage: job.continuous_usage,
         prompt_tokens: job.prompt_tokens,
+        flavor: s.sim.flavor,
     }
 }
 
@@ -514,6 +526,7 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32
         include_usage: plan.include_usage,
         continuous_usage: plan.continuous_usage,
         cached_tokens,
+        flavor: plan.flavor,
     }
 }
 

@@ -5,6 +5,10 @@
 //! `fixtures/sse/vllm-cpu`), plus one trailing top-level `"ringbench_ns"` stamp per event.
 //! This module may not read clocks or sockets: stamps and timing come from the caller.
 
+mod llama_cpp;
+
+use crate::plan::sim::Flavor;
+
 /// Which OpenAI endpoint a completion request came in on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Api {
@@ -28,6 +32,8 @@ pub(crate) struct Reply<'a> {
     /// Prompt tokens served from the KV cache: sent as vLLM sends them
     /// (`usage.prompt_tokens_details.cached_tokens`) when the cache is on, else omitted.
     pub cached_tokens: Option<u32>,
+    /// Whose streamed wire format to write (`llama_cpp.rs` for llama.cpp's).
+    pub flavor: Flavor,
 }
 
 /// Deterministic stand-in text: one short word per token.
@@ -44,11 +50,12 @@ connection: close\r\n\r\n";
 const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
 const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
-pub(crate) fn stream_head(out: &mut Vec<u8>, close: bool) {
-    out.extend_from_slice(if close {
-        STREAM_HEAD_CLOSE
-    } else {
-        STREAM_HEAD
+pub(crate) fn stream_head(out: &mut Vec<u8>, close: bool, flavor: Flavor) {
+    out.extend_from_slice(match (flavor, close) {
+        (Flavor::Vllm, true) => STREAM_HEAD_CLOSE,
+        (Flavor::Vllm, false) => STREAM_HEAD,
+        (Flavor::LlamaCpp, true) => llama_cpp::HEAD_CLOSE,
+        (Flavor::LlamaCpp, false) => llama_cpp::HEAD,
     });
 }
 
@@ -68,6 +75,9 @@ pub(crate) fn stream_tail(out: &mut Vec<u8>) {
 
 /// The chat role-only first event (`"delta":{"role":"assistant","content":""}`).
 pub(crate) fn role_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    if r.flavor == Flavor::LlamaCpp {
+        return llama_cpp::role_event(ev, r, stamp_ns);
+    }
     ev.clear();
     event_prefix(ev, r);
     ev.extend_from_slice(
@@ -83,6 +93,9 @@ pub(crate) fn role_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
 /// `completion_tokens` carries `finish_reason: "length"`.
 pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32, stamp_ns: u64) {
     let end = first.saturating_add(count).min(r.completion_tokens);
+    if r.flavor == Flavor::LlamaCpp {
+        return llama_cpp::content_event(ev, r, first, end, stamp_ns);
+    }
     let last = end >= r.completion_tokens;
     ev.clear();
     event_prefix(ev, r);
@@ -108,14 +121,31 @@ pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32,
     event_suffix(ev, stamp_ns);
 }
 
-/// The final usage event: empty `choices`, then `usage` (vLLM's key order).
-pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+/// The event that ends the choice when the flavour sends it apart from the last content
+/// (llama.cpp); `false` when there is none (vLLM: the last content event carries it).
+pub(crate) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
+    match r.flavor {
+        Flavor::Vllm => false,
+        Flavor::LlamaCpp => {
+            llama_cpp::finish_event(ev, r, stamp_ns);
+            true
+        }
+    }
+}
+
+/// The final usage event: empty `choices`, then `usage` (vLLM's key order); `false` when the
+/// flavour sent the usage on another event (llama.cpp completions).
+pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
+    if r.flavor == Flavor::LlamaCpp {
+        return llama_cpp::usage_event(ev, r, stamp_ns);
+    }
     ev.clear();
     event_prefix(ev, r);
     ev.extend_from_slice(b"[],");
     usage(ev, r, r.completion_tokens);
     ev.extend_from_slice(b",\"system_fingerprint\":\"ringbench-sim\"");
     event_suffix(ev, stamp_ns);
+    true
 }
 
 /// The whole non-streaming JSON body (`choices[0].message.content` or `choices[0].text`).
@@ -303,7 +333,7 @@ pub(crate) fn word(i: u32) -> &'static [u8] {
     &WORDS[i as usize % WORDS.len()].as_bytes()[1..]
 }
 
-fn put_words(out: &mut Vec<u8>, first: u32, end: u32) {
+pub(super) fn put_words(out: &mut Vec<u8>, first: u32, end: u32) {
     for i in first..end {
         out.extend_from_slice(WORDS[i as usize % WORDS.len()].as_bytes());
     }
@@ -340,7 +370,7 @@ fn put_hex(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Exactly 16 lower-case hex digits (response ids, like vLLM's).
-fn put_hex16(out: &mut Vec<u8>, v: u64) {
+pub(super) fn put_hex16(out: &mut Vec<u8>, v: u64) {
     for shift in (0..16).rev() {
         out.push(HEX[((v >> (shift * 4)) & 0xf) as usize]);
     }
@@ -349,7 +379,7 @@ fn put_hex16(out: &mut Vec<u8>, v: u64) {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Writes `s` as the inside of a JSON string.
-fn put_json_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_json_str(out: &mut Vec<u8>, s: &str) {
     for &b in s.as_bytes() {
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
@@ -379,6 +409,7 @@ mod tests {
             include_usage: true,
             continuous_usage: false,
             cached_tokens: None,
+            flavor: Flavor::Vllm,
         }
     }
 

@@ -39,7 +39,7 @@
 //! `/metrics` counters (a few relaxed single-writer stores per request and one per write).
 //!
 //! Approximations, said once: there is no tokenizer, so the simulator's token is a word —
-//! a run of non-whitespace — of the prompt (message `content` strings and content parts'
+//! a run of bytes above 0x20 — of the prompt (message `content` strings and content parts'
 //! `text`), or one id of a token-id prompt; `prompt_tokens` counts those. The non-streaming body carries `ringbench_ns` as well.
 
 mod conn;

@@ -85,12 +85,9 @@ impl Chain {
         }
     }
 
-    /// Appends every whitespace-separated word of `text`.
+    /// Appends every word of `text` (runs of bytes above 0x20, as `request::words` counts).
     pub(crate) fn push_text(&mut self, text: &[u8]) {
-        for word in text
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|w| !w.is_empty())
-        {
+        for word in text.split(|&b| b <= 0x20).filter(|w| !w.is_empty()) {
             self.push(word_hash(word));
         }
     }
