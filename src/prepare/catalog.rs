@@ -55,6 +55,8 @@ pub struct Catalog {
     pub input_method: String,
     /// How every entry's `input_tokens` was counted; workers copy it into each record.
     pub input_source: InputSource,
+    /// The longest entry, bytes (found once: every lane sizes its send buffer by it).
+    max_bytes: usize,
 }
 
 impl Catalog {
@@ -112,7 +114,9 @@ impl Catalog {
                 }
             })
             .collect();
+        let max_bytes = entries.iter().map(|e| e.bytes.len()).max().unwrap_or(0);
         Catalog {
+            max_bytes,
             entries: entries.into(),
             salt: salt.map(Arc::new),
             nonce: plan.workload.prompt_nonce.unwrap_or(0),
@@ -156,11 +160,7 @@ impl Catalog {
 
     /// The longest request, bytes: what a lane's send buffer grows to.
     pub fn max_request_bytes(&self) -> usize {
-        self.entries
-            .iter()
-            .map(|e| e.bytes.len())
-            .max()
-            .unwrap_or(0)
+        self.max_bytes
     }
 
     /// The largest `max_tokens` of any entry.

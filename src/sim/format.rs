@@ -395,10 +395,11 @@ pub(super) fn put_json_str(out: &mut Vec<u8>, s: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn reply(api: Api) -> Reply<'static> {
+    /// A reply as vLLM's capture has it (`fixtures/sse/vllm-cpu`); other tests override fields.
+    pub(in crate::sim::format) fn reply(api: Api) -> Reply<'static> {
         Reply {
             api,
             seq: 0xab,

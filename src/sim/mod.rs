@@ -113,8 +113,6 @@ pub(crate) struct Settings {
     pub tls: Option<Arc<crate::http::tls::ServerConfig>>,
     /// The settings as given: the engine model's and the flavour's parts are read from here.
     pub sim: SimSettings,
-    /// `sim.engine_on()`.
-    pub engine_on: bool,
 }
 
 impl Settings {
@@ -131,7 +129,6 @@ impl Settings {
             load: load_model::LoadModel::new(ns(s.ttft_per_inflight_ms), ns(s.itl_per_inflight_ms)),
             tls: cfg.tls.clone(),
             sim: s.clone(),
-            engine_on: s.engine_on(),
         })
     }
 }

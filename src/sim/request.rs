@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::engine::kv::Chain;
+use super::engine::kv::{word_byte, Chain};
 use super::format::Api;
 use crate::plan::workload::splitmix64;
 
@@ -234,7 +234,7 @@ pub(crate) fn words(s: &str) -> u64 {
         after_sep = sep >> 63;
     }
     for &b in rest {
-        let word = b > 0x20;
+        let word = word_byte(b);
         n += u64::from(word) & after_sep;
         after_sep = u64::from(!word);
     }

@@ -94,6 +94,7 @@ pub(crate) struct ThreadStats {
     pub cached_tokens: AtomicU64,
     /// This replica's `/metrics` figures (`metrics.rs`).
     pub prom: ReplicaMetrics,
+    /// The engine's count of requests that could never fit (written by `publish`).
     pub too_large: AtomicU64,
 }
 

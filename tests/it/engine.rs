@@ -386,13 +386,6 @@ fn metrics_has_every_vllm_family_with_its_type() {
     };
     assert_eq!(h.count, Some(20), "every request observed once");
     // The same bounds as vLLM's own page.
-    let real = std::fs::read_to_string(
-        crate::support::common::fixtures_dir()
-            .parent()
-            .unwrap()
-            .join("metrics/vllm-cpu-0.32.txt"),
-    )
-    .unwrap();
     let bounds = |page: &str| -> Vec<String> {
         page.lines()
             .filter(|l| l.starts_with("vllm:time_to_first_token_seconds_bucket{engine=\"0\""))

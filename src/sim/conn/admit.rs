@@ -44,7 +44,7 @@ impl Conn {
             s.timer_fd = None;
             drop(s);
             let entered = engine.enter(&seat, arrival_ns);
-            publish(&engine, &shared.stats.prom);
+            publish(&engine, &shared.stats);
             entered
         };
         match entered {
@@ -56,7 +56,6 @@ impl Conn {
                 return Ok(None);
             }
             Entered::TooLarge { blocks } => {
-                bump(&shared.stats.too_large, 1);
                 let msg = format!(
                     "prompt ({} tokens) and max_tokens ({}) need {blocks} KV-cache blocks; the \
                      cache has {} (--kv-cache-blocks)",
@@ -119,7 +118,7 @@ impl Running {
         self.cached_tokens = engine.caches().then_some(cached_tokens);
         let (stats, m) = (&shared.stats, &shared.stats.prom);
         let queue_ns = at_ns.saturating_sub(self.arrival_ns);
-        if shared.settings.engine_on {
+        if shared.settings.sim.engine_on() {
             stats.queue.record(queue_ns);
         }
         bump(&stats.completions, 1);
@@ -173,12 +172,13 @@ impl Drop for Running {
         }
         let mut engine = self.shared.engine.borrow_mut();
         engine.leave(&self.seat, self.generated, mono_ns());
-        publish(&engine, m);
+        publish(&engine, &self.shared.stats);
     }
 }
 
-/// The replica's gauges after an engine change.
-fn publish(engine: &crate::sim::engine::Engine, m: &crate::sim::metrics::ReplicaMetrics) {
+/// The replica's gauges and the engine's own counts, after an engine change.
+fn publish(engine: &crate::sim::engine::Engine, stats: &ThreadStats) {
+    let m = &stats.prom;
     let set =
         |a: &std::sync::atomic::AtomicU64, v: u64| a.store(v, std::sync::atomic::Ordering::Relaxed);
     let (used, total) = engine.kv_blocks();
@@ -188,4 +188,5 @@ fn publish(engine: &crate::sim::engine::Engine, m: &crate::sim::metrics::Replica
     set(&m.kv_total_blocks, total.into());
     set(&m.kv_evictions, engine.evictions());
     set(&m.rejected, engine.queue_full);
+    set(&stats.too_large, engine.too_large);
 }

@@ -20,6 +20,13 @@ const ROOT: u64 = 0x6b76_6361_6368_6521;
 /// A partial block's running hash starts here.
 const EMPTY_BLOCK: u64 = 0x0b10_c4a5_4000_0001;
 
+/// The simulator's token unit: a word is a run of bytes above 0x20 (space and control
+/// characters separate words). `request::words` counts what `Chain::push_text` hashes.
+#[inline(always)]
+pub(crate) fn word_byte(b: u8) -> bool {
+    b > 0x20
+}
+
 /// FNV-1a of a word's bytes: the simulator's token id.
 pub(crate) fn word_hash(word: &[u8]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;

@@ -123,18 +123,14 @@ mod tests {
     use super::super::*;
     use crate::plan::sim::Flavor;
 
+    /// The vLLM test reply, made llama.cpp's capture (`chat_stream_usage`, two tokens).
     fn reply(api: Api) -> Reply<'static> {
         Reply {
-            api,
-            seq: 0xab,
             created_s: 1_795_960_213,
-            model: "tiny-llama",
-            prompt_tokens: 19,
             completion_tokens: 2,
-            include_usage: true,
-            continuous_usage: false,
             cached_tokens: Some(18),
             flavor: Flavor::LlamaCpp,
+            ..super::super::tests::reply(api)
         }
     }
 
