@@ -74,6 +74,10 @@ macro_rules! sim_flags {
             /// Simulator: whose wire format and /metrics names to copy.
             #[arg(long = concat!($prefix, "flavor"), value_enum, default_value = "vllm")]
             pub flavor: Flavor,
+            /// Simulator: of each chat reply's tokens, how many come first as reasoning
+            /// (`delta.reasoning` for vllm, `delta.reasoning_content` for llama-cpp).
+            #[arg(long = concat!($prefix, "reasoning-tokens"), value_name = "N", default_value_t = 0)]
+            pub reasoning_tokens: u32,
         }
 
         impl $name {
@@ -101,6 +105,7 @@ macro_rules! sim_flags {
                     kv_cache_blocks: self.kv_cache_blocks,
                     block_size: self.block_size,
                     flavor: self.flavor,
+                    reasoning_tokens: self.reasoning_tokens,
                 }
             }
         }

@@ -199,6 +199,10 @@ pub struct SimSettings {
     pub block_size: u32,
     /// Whose wire format and `/metrics` names the simulator copies.
     pub flavor: Flavor,
+    /// Of each chat reply's tokens, how many come first as reasoning (vLLM's
+    /// `delta.reasoning`, llama.cpp's `delta.reasoning_content`); at most `max_tokens`.
+    /// 0 = none. Completions have no reasoning field and ignore it.
+    pub reasoning_tokens: u32,
 }
 
 /// The engine whose wire format the simulator copies (`--flavor`).
@@ -243,6 +247,7 @@ impl Default for SimSettings {
             kv_cache_blocks: 0,
             block_size: 16,
             flavor: Flavor::Vllm,
+            reasoning_tokens: 0,
         }
     }
 }

@@ -153,6 +153,7 @@ struct Plan {
     continuous_usage: bool,
     prompt_tokens: u32,
     flavor: Flavor,
+    reasoning_tokens: u32,
 }
 
 struct Conn {
@@ -512,6 +513,10 @@ fn plan_of(api: Api, job: &Job<'_>, model: &mut String, s: &Settings) -> Plan {
         continuous_usage: job.continuous_usage,
         prompt_tokens: job.prompt_tokens,
         flavor: s.sim.flavor,
+        reasoning_tokens: match api {
+            Api::Chat => s.sim.reasoning_tokens.min(job.max_tokens),
+            Api::Completions => 0,
+        },
     }
 }
 
@@ -527,6 +532,7 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32
         continuous_usage: plan.continuous_usage,
         cached_tokens,
         flavor: plan.flavor,
+        reasoning_tokens: plan.reasoning_tokens,
     }
 }
 

@@ -34,6 +34,8 @@ pub(crate) struct Reply<'a> {
     pub cached_tokens: Option<u32>,
     /// Whose streamed wire format to write (`llama_cpp.rs` for llama.cpp's).
     pub flavor: Flavor,
+    /// The reply's first tokens that are reasoning (chat only; at most `completion_tokens`).
+    pub reasoning_tokens: u32,
 }
 
 /// Deterministic stand-in text: one short word per token.
@@ -100,13 +102,16 @@ pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32,
     ev.clear();
     event_prefix(ev, r);
     match r.api {
-        Api::Chat => ev.extend_from_slice(b"[{\"index\":0,\"delta\":{\"content\":\""),
-        Api::Completions => ev.extend_from_slice(b"[{\"index\":0,\"text\":\""),
-    }
-    put_words(ev, first, end);
-    ev.extend_from_slice(b"\"");
-    if r.api == Api::Chat {
-        ev.extend_from_slice(b"}");
+        Api::Chat => {
+            ev.extend_from_slice(b"[{\"index\":0,\"delta\":{");
+            put_text(ev, r, first, end);
+            ev.extend_from_slice(b"}");
+        }
+        Api::Completions => {
+            ev.extend_from_slice(b"[{\"index\":0,\"text\":\"");
+            put_words(ev, first, end);
+            ev.extend_from_slice(b"\"");
+        }
     }
     ev.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
     ev.extend_from_slice(if last { b"\"length\"" } else { b"null" });
@@ -154,13 +159,16 @@ pub(crate) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
     object_prefix(body, r, false);
     body.extend_from_slice(b"[{\"index\":0,");
     match r.api {
-        Api::Chat => body.extend_from_slice(b"\"message\":{\"role\":\"assistant\",\"content\":\""),
-        Api::Completions => body.extend_from_slice(b"\"text\":\""),
-    }
-    put_words(body, 0, r.completion_tokens);
-    body.extend_from_slice(b"\"");
-    if r.api == Api::Chat {
-        body.extend_from_slice(b",\"refusal\":null}");
+        Api::Chat => {
+            body.extend_from_slice(b"\"message\":{\"role\":\"assistant\",");
+            put_text(body, r, 0, r.completion_tokens);
+            body.extend_from_slice(b",\"refusal\":null}");
+        }
+        Api::Completions => {
+            body.extend_from_slice(b"\"text\":\"");
+            put_words(body, 0, r.completion_tokens);
+            body.extend_from_slice(b"\"");
+        }
     }
     body.extend_from_slice(
         b",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}],",
@@ -333,6 +341,28 @@ pub(crate) fn word(i: u32) -> &'static [u8] {
     &WORDS[i as usize % WORDS.len()].as_bytes()[1..]
 }
 
+/// A chat delta's (or message's) text fields for tokens `first..end`: those before
+/// `reasoning_tokens` under the flavour's reasoning key, then the rest as `content`; an event
+/// with no token at all is `"content":""`.
+pub(super) fn put_text(out: &mut Vec<u8>, r: &Reply, first: u32, end: u32) {
+    let cut = r.reasoning_tokens.clamp(first, end);
+    if cut > first {
+        out.extend_from_slice(match r.flavor {
+            Flavor::Vllm => b"\"reasoning\":\"",
+            Flavor::LlamaCpp => b"\"reasoning_content\":\"",
+        });
+        put_words(out, first, cut);
+        out.extend_from_slice(b"\"");
+        if cut == end {
+            return;
+        }
+        out.extend_from_slice(b",");
+    }
+    out.extend_from_slice(b"\"content\":\"");
+    put_words(out, cut, end);
+    out.extend_from_slice(b"\"");
+}
+
 pub(super) fn put_words(out: &mut Vec<u8>, first: u32, end: u32) {
     for i in first..end {
         out.extend_from_slice(WORDS[i as usize % WORDS.len()].as_bytes());
@@ -411,11 +441,57 @@ pub(super) mod tests {
             continuous_usage: false,
             cached_tokens: None,
             flavor: Flavor::Vllm,
+            reasoning_tokens: 0,
         }
     }
 
     fn text(v: &[u8]) -> &str {
         std::str::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn reasoning_comes_first_under_the_flavours_key_then_content() {
+        let json = |ev: &[u8]| -> serde_json::Value {
+            let line = text(ev).trim_end().strip_prefix("data: ").unwrap();
+            serde_json::from_str(line).unwrap()
+        };
+        for (flavor, key) in [
+            (Flavor::Vllm, "reasoning"),
+            (Flavor::LlamaCpp, "reasoning_content"),
+        ] {
+            let r = Reply {
+                reasoning_tokens: 3,
+                flavor,
+                ..reply(Api::Chat)
+            };
+            let mut ev = vec![];
+            // Tokens 0..2: reasoning only; 2..4 straddles the cut; 4..6 content only.
+            let delta = |ev: &mut Vec<u8>, first| {
+                content_event(ev, &r, first, 2, 1);
+                json(ev)["choices"][0]["delta"].clone()
+            };
+            assert_eq!(delta(&mut ev, 0), serde_json::json!({key: " lorem ipsum"}));
+            assert_eq!(
+                delta(&mut ev, 2),
+                serde_json::json!({key: " dolor", "content": " sit"})
+            );
+            assert_eq!(
+                delta(&mut ev, 4),
+                serde_json::json!({"content": " amet sed"})
+            );
+            whole_body(&mut ev, &r, 1);
+            let whole: serde_json::Value = serde_json::from_slice(&ev).unwrap();
+            let message = &whole["choices"][0]["message"];
+            assert_eq!(message[key], " lorem ipsum dolor", "{flavor:?}");
+            assert_eq!(message["content"], " sit amet sed do eius");
+            // Completions have no reasoning field: every token is text.
+            let c = Reply {
+                api: Api::Completions,
+                ..r
+            };
+            content_event(&mut ev, &c, 0, 2, 1);
+            assert!(!text(&ev).contains("reasoning"), "{}", text(&ev));
+        }
     }
 
     #[test]

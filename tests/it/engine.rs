@@ -451,3 +451,34 @@ fn the_llama_cpp_flavour_closes_after_every_stream_and_nothing_fails() {
     // 400 requests, one `GET /v1/models` per run (the model name), one scrape.
     assert_eq!(sim.stop().connections, 400 + 2 + 1);
 }
+
+#[test]
+fn reasoning_comes_first_under_each_flavours_key_and_counts_for_ttft_not_ttfo() {
+    let _g = lock();
+    for flavor in [
+        ringbench::plan::sim::Flavor::Vllm,
+        ringbench::plan::sim::Flavor::LlamaCpp,
+    ] {
+        // 8 tokens an event each 2 ms apart, the first 4 reasoning: the first content event
+        // is due 4 × 2 ms after the first token.
+        let sim = start_sim(SimSettings {
+            flavor,
+            itl_ms: 2.0,
+            reasoning_tokens: 4,
+            ..SimSettings::default()
+        });
+        let mut p = against(&sim);
+        closed(&mut p, 2, 40);
+        p.output_tokens = 8;
+        let s = run_summary(&p);
+        assert_eq!(s["counts"]["ok"], 40, "{flavor:?}: {}", s["counts"]);
+        assert_eq!(s["tokens"]["output_total"], 40 * 8, "{flavor:?}");
+        let ms = |m: &str| s["latency_ms"][m]["p50"].as_f64().unwrap();
+        let gap = ms("ttfo") - ms("ttft");
+        // At least the 8 ms the simulator waits (less what the first event was late by,
+        // bounded well below it); reasoning counted as output, not as a failure.
+        assert!(gap > 5.0, "{flavor:?}: TTFO − TTFT p50 {gap} ms");
+        assert_eq!(s["counts"]["failed"], 0);
+        sim.stop();
+    }
+}

@@ -12,6 +12,9 @@ use crate::sim::engine::{Entered, Seat, State};
 pub(super) struct Running {
     shared: Rc<Shared>,
     seat: Rc<RefCell<Seat>>,
+    /// It went through the engine (some part of the model is on); without, it never waits,
+    /// is never refused, and leaving is a gauge's decrement.
+    engine: bool,
     pub arrival_ns: u64,
     pub at_ns: u64,
     pub cached_tokens: Option<u32>,
@@ -36,6 +39,15 @@ impl Conn {
     ) -> Result<Option<Running>, ConnEnd> {
         let shared = self.shared.clone();
         let seat = self.seat.clone();
+        if !shared.settings.sim.engine_on() {
+            // The model is off: the request runs at arrival, as it did before the engine
+            // existed, and costs a few counters (the running gauge included).
+            let m = &shared.stats.prom;
+            bump(&m.running, 1);
+            let mut run = Running::new(shared, seat, arrival_ns, false);
+            run.started(arrival_ns, None, 0, plan.prompt_tokens);
+            return Ok(Some(run));
+        }
         let entered = {
             let mut engine = shared.engine.borrow_mut();
             let mut s = seat.borrow_mut();
@@ -71,18 +83,7 @@ impl Conn {
             shared.board.distinct.insert(seat.borrow().chain.whole());
         }
         // Built before the wait, so a connection that fails while waiting leaves the queue.
-        let mut run = Running {
-            shared,
-            seat,
-            arrival_ns,
-            at_ns: arrival_ns,
-            cached_tokens: None,
-            prefill_ns: 0,
-            generated: 0,
-            done: false,
-            first_ns: None,
-            last_ns: 0,
-        };
+        let mut run = Running::new(shared, seat, arrival_ns, true);
         loop {
             let state = run.seat.borrow().state;
             match state {
@@ -90,7 +91,13 @@ impl Conn {
                     at_ns,
                     cached_tokens,
                 } => {
-                    run.started(at_ns, cached_tokens);
+                    let (cached, prefill_ns, prompt) = {
+                        let engine = run.shared.engine.borrow();
+                        let prompt = run.seat.borrow().prompt_tokens;
+                        let cached = engine.caches().then_some(cached_tokens);
+                        (cached, engine.prefill_ns(prompt - cached_tokens), prompt)
+                    };
+                    run.started(at_ns, cached, prefill_ns, prompt);
                     return Ok(Some(run));
                 }
                 _ => {
@@ -109,16 +116,33 @@ impl Conn {
 }
 
 impl Running {
-    fn started(&mut self, at_ns: u64, cached_tokens: u32) {
+    fn new(shared: Rc<Shared>, seat: Rc<RefCell<Seat>>, arrival_ns: u64, engine: bool) -> Self {
+        Self {
+            shared,
+            seat,
+            engine,
+            arrival_ns,
+            at_ns: arrival_ns,
+            cached_tokens: None,
+            prefill_ns: 0,
+            generated: 0,
+            done: false,
+            first_ns: None,
+            last_ns: 0,
+        }
+    }
+
+    /// Admitted at `at_ns` with `cached` of its `prompt` tokens from the cache (`None`: no
+    /// cache) and `prefill_ns` to compute the rest.
+    fn started(&mut self, at_ns: u64, cached: Option<u32>, prefill_ns: u64, prompt: u32) {
         let shared = &self.shared;
-        let engine = shared.engine.borrow();
-        let prompt = self.seat.borrow().prompt_tokens;
+        let cached_tokens = cached.unwrap_or(0);
         self.at_ns = at_ns;
-        self.prefill_ns = engine.prefill_ns(prompt - cached_tokens);
-        self.cached_tokens = engine.caches().then_some(cached_tokens);
+        self.prefill_ns = prefill_ns;
+        self.cached_tokens = cached;
         let (stats, m) = (&shared.stats, &shared.stats.prom);
         let queue_ns = at_ns.saturating_sub(self.arrival_ns);
-        if shared.settings.sim.engine_on() {
+        if self.engine {
             stats.queue.record(queue_ns);
         }
         bump(&stats.completions, 1);
@@ -169,6 +193,14 @@ impl Drop for Running {
         match self.done {
             true => bump(&m.finished_length, 1),
             false => bump(&m.finished_abort, 1),
+        }
+        if !self.engine {
+            let running = m.running.load(std::sync::atomic::Ordering::Relaxed);
+            m.running.store(
+                running.saturating_sub(1),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            return;
         }
         let mut engine = self.shared.engine.borrow_mut();
         engine.leave(&self.seat, self.generated, mono_ns());

@@ -8,7 +8,7 @@
 //! with the `ringbench_ns` stamp. Like `format.rs`, it appends to caller-owned buffers and
 //! reads no clock.
 
-use super::{put_hex16, put_json_str, put_u64, put_words, Api, Reply};
+use super::{put_hex16, put_json_str, put_text, put_u64, put_words, Api, Reply};
 
 pub(super) const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\n\
 Access-Control-Allow-Origin: \r\nX-Accel-Buffering: no\r\nContent-Type: text/event-stream\r\n\
@@ -31,9 +31,9 @@ pub(super) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, s
     match r.api {
         Api::Chat => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":null,\"index\":0,");
-            ev.extend_from_slice(b"\"delta\":{\"content\":\"");
-            put_words(ev, first, end);
-            ev.extend_from_slice(b"\"}}]");
+            ev.extend_from_slice(b"\"delta\":{");
+            put_text(ev, r, first, end);
+            ev.extend_from_slice(b"}}]");
         }
         Api::Completions => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"text\":\"");
