@@ -59,25 +59,9 @@ impl Conn {
             publish(&engine, &shared.stats);
             entered
         };
-        match entered {
-            Entered::Running | Entered::Waiting => {}
-            Entered::QueueFull => {
-                let msg = "the engine's waiting queue is full (--max-waiting); retry later";
-                self.reply_error(Status::TooManyRequests, msg, close)
-                    .await?;
-                return Ok(None);
-            }
-            Entered::TooLarge { blocks } => {
-                let msg = format!(
-                    "prompt ({} tokens) and max_tokens ({}) need {blocks} KV-cache blocks; the \
-                     cache has {} (--kv-cache-blocks)",
-                    plan.prompt_tokens,
-                    plan.max_tokens,
-                    shared.engine.borrow().kv_blocks().1
-                );
-                self.reply_error(Status::BadRequest, &msg, close).await?;
-                return Ok(None);
-            }
+        if !matches!(entered, Entered::Running | Entered::Waiting) {
+            self.refuse(entered, plan, close).await?;
+            return Ok(None);
         }
         if shared.engine.borrow().caches() {
             shared.board.distinct.insert(seat.borrow().chain.whole());
@@ -110,6 +94,30 @@ impl Conn {
                     // bounds how long a lost wake could cost.
                     timer.sleep_until(mono_ns() + 1_000_000_000).await?;
                 }
+            }
+        }
+    }
+}
+
+impl Conn {
+    /// Answers a request the engine refused: 429 for a full queue, 400 for one that can
+    /// never fit the cache.
+    async fn refuse(&mut self, entered: Entered, plan: &Plan, close: bool) -> Result<(), ConnEnd> {
+        match entered {
+            Entered::Running | Entered::Waiting => Ok(()),
+            Entered::QueueFull => {
+                let msg = "the engine's waiting queue is full (--max-waiting); retry later";
+                self.reply_error(Status::TooManyRequests, msg, close).await
+            }
+            Entered::TooLarge { blocks } => {
+                let msg = format!(
+                    "prompt ({} tokens) and max_tokens ({}) need {blocks} KV-cache blocks; the \
+                     cache has {} (--kv-cache-blocks)",
+                    plan.prompt_tokens,
+                    plan.max_tokens,
+                    self.shared.engine.borrow().kv_blocks().1
+                );
+                self.reply_error(Status::BadRequest, &msg, close).await
             }
         }
     }
