@@ -19,8 +19,8 @@
 //! threads, one io_uring runtime each) → `http` (response head, chunked body) → `sse` (events)
 //! → `extract` (payload fields) → `record` (what one request leaves) → the collector
 //! (histograms, counters) → `summary` (the result) → `output` (console, files, exports).
-//! `sim` is the simulator the client is measured against, `study` the studies made of runs
-//! (calibrate, sweep, search, compare). What is not listed here is the crate's own.
+//! `sim` is the simulator the client is measured against, `scrape` the server's own metrics
+//! read beside a run, `study` the studies made of runs (calibrate, sweep, search, compare). What is not listed here is the crate's own.
 //!
 //! Features (all on by default): `cli` (the `ringbench` binary and its flags), `plot`
 //! (`report.html`'s plots), `tokenizer` (`--tokenizer` exact lengths), `tls` (`https://`).
@@ -54,6 +54,11 @@ pub(crate) mod collector;
 pub mod output;
 
 pub mod run;
+
+/// The server's side: its Prometheus `/metrics`, scraped beside the run on a thread of its own,
+/// mapped to common concepts (running, waiting, KV-cache usage, server-side TTFT, …) and
+/// summarized over the measured window.
+pub mod scrape;
 
 pub mod study;
 

@@ -9,6 +9,7 @@
 
 pub mod metric;
 pub mod series;
+pub mod server;
 pub mod study;
 pub mod workload;
 

@@ -26,6 +26,7 @@ mod outputs;
 mod parser_fixtures;
 mod records;
 mod rx_timestamps;
+mod scrape;
 mod secrets;
 mod shape;
 mod sim_truth;

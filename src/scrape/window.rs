@@ -1,0 +1,413 @@
+//! Part of `scrape` (the server's side of a run): the scrapes of a window → the summary's
+//! `server` block (`summary::server::ServerSummary`). Pure arithmetic over `Scrape`s, so
+//! `ringbench report DIR` gets the same block from `server_metrics.jsonl` as the run did; no
+//! I/O, no printing.
+//!
+//! A scrape is in the window `[t0, t1]` by its start stamp. Gauges: min, mean, nearest-rank
+//! p50 / p90 and max over the window's scrapes (with several URLs, the URLs of one round are
+//! summed first, a share averaged; a URL whose scrape failed is missing from that round). Counters: from the first scrape of the window to the last,
+//! per URL, with resets handled as Prometheus's `increase` does (a value below the one before
+//! means the counter restarted from 0, so the drop adds the value before it), but not
+//! extrapolated to the window's edges. Histograms: the same per bucket, then percentiles by
+//! linear interpolation inside the bucket as Prometheus's `histogram_quantile` does
+//! (`promql/quantile.go`, `bucketQuantile`); a rank in the `+Inf` bucket gives the highest
+//! finite bound. NTPOT: the queue, prefill and decode histograms' sum deltas over the
+//! generation-token delta.
+//!
+//! Replicas are summed when a page is parsed, so a reset is the whole page's counter
+//! restarting (a server restart); one data-parallel replica restarting alone is over-counted.
+
+use super::engines::{Combine, Concept, Kind};
+use super::parse::Hist;
+use super::{Phase, Scrape};
+use crate::summary::server::{
+    source, CounterStats, GaugeStats, HistogramStats, NtpotMs, ServerSummary,
+};
+use crate::summary::{is_small_sample, percentile_key};
+use std::collections::BTreeMap;
+
+/// The percentiles every histogram gets, whatever else is asked.
+const FIXED_PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
+
+/// The measured window from the phase tags alone (`server_metrics.jsonl` is enough): from the
+/// first `Measure` scrape's start to the latest start among each URL's first `After` scrape
+/// (the boundary round), or to the last `Measure` scrape's start without one. `None` without
+/// a `Measure` scrape.
+pub fn measured_window(scrapes: &[Scrape]) -> Option<(u64, u64)> {
+    let measure = scrapes.iter().filter(|s| s.phase == Phase::Measure);
+    let t0 = measure.clone().map(|s| s.start_ns).min()?;
+    let mut first_after: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in scrapes.iter().filter(|s| s.phase == Phase::After) {
+        first_after.entry(&s.url).or_insert(s.start_ns);
+    }
+    let t1 = match first_after.values().max() {
+        Some(&t) => t,
+        None => measure.map(|s| s.start_ns).max()?,
+    };
+    Some((t0, t1.max(t0)))
+}
+
+/// The `server` block for the scrapes that started within `[t0_ns, t1_ns]`, with histogram
+/// percentiles `percentiles` (in percent) beside the fixed p50, p90 and p99.
+pub fn summarize(scrapes: &[Scrape], t0_ns: u64, t1_ns: u64, percentiles: &[f64]) -> ServerSummary {
+    let mut urls: Vec<String> = Vec::new();
+    for s in scrapes {
+        if !urls.contains(&s.url) {
+            urls.push(s.url.clone());
+        }
+    }
+    let window: Vec<&Scrape> = scrapes
+        .iter()
+        .filter(|s| (t0_ns..=t1_ns).contains(&s.start_ns))
+        .collect();
+    let mut out = ServerSummary {
+        source: source::SCRAPE.to_string(),
+        window_s: t1_ns.saturating_sub(t0_ns) as f64 / 1e9,
+        ..ServerSummary::default()
+    };
+    for s in &window {
+        match &s.error {
+            None => out.scrapes_ok += 1,
+            Some(f) => {
+                out.scrapes_failed += 1;
+                *out.failures_by_kind.entry(f.kind.clone()).or_default() += 1;
+            }
+        }
+    }
+    // Each URL's successful scrapes, in order.
+    let by_url: Vec<Vec<&Scrape>> = urls
+        .iter()
+        .map(|u| {
+            let mut v: Vec<&Scrape> = window
+                .iter()
+                .copied()
+                .filter(|s| &s.url == u && s.page.is_some())
+                .collect();
+            v.sort_by_key(|s| s.start_ns);
+            v
+        })
+        .collect();
+    out.urls = urls;
+    out.engine = engine(&window);
+    for c in Concept::ALL {
+        let key = c.key().to_string();
+        match c.kind() {
+            Kind::Gauge => {
+                if let Some(g) = gauge(&window, c) {
+                    out.gauges.insert(key, g);
+                }
+            }
+            Kind::Counter => {
+                if let Some(d) = counter(&by_url, c) {
+                    out.counters.insert(key, d);
+                }
+            }
+            Kind::Histogram => {
+                if let Some(h) = window_hist(&by_url, c) {
+                    out.histograms.insert(key, histogram_stats(&h, percentiles));
+                }
+            }
+        }
+    }
+    out.ntpot_ms = ntpot(&by_url);
+    out.raw_families_kept = by_url
+        .iter()
+        .filter_map(|v| v.last()?.page.as_ref())
+        .map(|p| u64::from(p.raw_families))
+        .sum();
+    out
+}
+
+/// The engine most of the window's pages are (the first of equals).
+fn engine(window: &[&Scrape]) -> Option<String> {
+    let mut n: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut order: Vec<&'static str> = Vec::new();
+    for e in window.iter().filter_map(|s| s.page.as_ref()?.engine) {
+        let k = e.key();
+        if !order.contains(&k) {
+            order.push(k);
+        }
+        *n.entry(k).or_default() += 1;
+    }
+    let mut best: Option<(&str, u64)> = None;
+    for k in order {
+        if best.is_none_or(|(_, most)| n[k] > most) {
+            best = Some((k, n[k]));
+        }
+    }
+    let (best, _) = best?;
+    Some(best.to_string())
+}
+
+fn gauge(window: &[&Scrape], c: Concept) -> Option<GaugeStats> {
+    let mut rounds: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
+    for s in window {
+        if let Some(v) = s.value(c) {
+            let r = rounds.entry(s.round).or_insert((0.0, 0));
+            *r = (r.0 + v, r.1 + 1);
+        }
+    }
+    let mut values: Vec<f64> = rounds
+        .values()
+        .map(|&(sum, n)| match c.combine() {
+            Combine::Sum => sum,
+            Combine::Mean => sum / f64::from(n),
+        })
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let rank = |p: f64| {
+        let k = (p / 100.0 * n as f64).ceil() as usize;
+        values[k.clamp(1, n) - 1]
+    };
+    Some(GaugeStats {
+        samples: n as u64,
+        min: values.first().copied(),
+        mean: Some(values.iter().sum::<f64>() / n as f64),
+        p50: Some(rank(50.0)),
+        p90: Some(rank(90.0)),
+        max: values.last().copied(),
+    })
+}
+
+/// What a counter rose by over `values` (in order), and its resets, as Prometheus's
+/// `increase` counts them: last − first, plus the value before each drop.
+pub fn increase(values: &[f64]) -> (f64, u64) {
+    let (Some(&first), Some(&last)) = (values.first(), values.last()) else {
+        return (0.0, 0);
+    };
+    let mut delta = last - first;
+    let mut resets = 0;
+    for w in values.windows(2) {
+        if w[1] < w[0] {
+            delta += w[0];
+            resets += 1;
+        }
+    }
+    (delta, resets)
+}
+
+fn counter(by_url: &[Vec<&Scrape>], c: Concept) -> Option<CounterStats> {
+    let mut found = false;
+    let mut out = CounterStats::default();
+    let mut per_s = Some(0.0);
+    for scrapes in by_url {
+        let seen: Vec<(u64, f64)> = scrapes
+            .iter()
+            .filter_map(|s| Some((s.start_ns, s.value(c)?)))
+            .collect();
+        if seen.len() < 2 {
+            continue;
+        }
+        let values: Vec<f64> = seen.iter().map(|&(_, v)| v).collect();
+        let (delta, resets) = increase(&values);
+        let span_s = (seen[seen.len() - 1].0 - seen[0].0) as f64 / 1e9;
+        found = true;
+        out.delta += delta;
+        out.resets += resets;
+        per_s = match (per_s, span_s > 0.0) {
+            (Some(r), true) => Some(r + delta / span_s),
+            _ => None,
+        };
+    }
+    out.per_s = per_s;
+    found.then_some(out)
+}
+
+/// The observations between the first and the last histogram of `seq` (in order): each
+/// bucket, the count and the sum rise as counters do; the buckets are then made cumulative
+/// again where resets left them uneven (as `histogram_quantile` does).
+pub fn hist_delta(seq: &[&Hist]) -> Option<Hist> {
+    let last = seq.last()?;
+    if seq.len() < 2 {
+        return None;
+    }
+    let rise = |f: &dyn Fn(&Hist) -> Option<f64>| -> Option<f64> {
+        let values: Vec<f64> = seq.iter().map(|h| f(h)).collect::<Option<_>>()?;
+        Some(increase(&values).0)
+    };
+    let count = rise(&|h| h.count);
+    let mut cum = Vec::with_capacity(last.le.len());
+    let mut floor = 0.0_f64;
+    for &b in &last.le {
+        let c = rise(&|h| Some(h.cum_at(b))).unwrap_or(0.0).max(floor);
+        let c = count.map_or(c, |n| c.min(n));
+        floor = c;
+        cum.push(c);
+    }
+    Some(Hist {
+        le: last.le.clone(),
+        cum,
+        count,
+        sum: rise(&|h| h.sum),
+    })
+}
+
+fn window_hist(by_url: &[Vec<&Scrape>], c: Concept) -> Option<Hist> {
+    let parts: Vec<Hist> = by_url
+        .iter()
+        .filter_map(|scrapes| {
+            let seq: Vec<&Hist> = scrapes.iter().filter_map(|s| s.hist(c)).collect();
+            hist_delta(&seq)
+        })
+        .collect();
+    (!parts.is_empty()).then(|| Hist::merge(&parts))
+}
+
+/// Prometheus's `histogram_quantile(q, …)` over `h` (`bucketQuantile`): the rank `q · count`
+/// found in the first bucket whose cumulative count reaches it, interpolated linearly between
+/// that bucket's lower and upper bound (the first bucket's lower bound is 0, or its own bound
+/// when that is not positive). `(value, capped)`: capped when the rank is in the `+Inf`
+/// bucket, whose value is then the highest finite bound. `None` without observations or
+/// finite buckets, or for `q` outside [0, 1].
+pub fn quantile(q: f64, h: &Hist) -> Option<(f64, bool)> {
+    let total = h.count?;
+    let n = h.le.len().min(h.cum.len());
+    let (le, cum) = (&h.le[..n], &h.cum[..n]);
+    if n == 0 || total <= 0.0 || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let rank = q * total;
+    let Some(b) = cum.iter().position(|&c| c >= rank) else {
+        return Some((le[n - 1], true));
+    };
+    if b == 0 && le[0] <= 0.0 {
+        return Some((le[0], false));
+    }
+    let (start, below) = match b {
+        0 => (0.0, 0.0),
+        _ => (le[b - 1], cum[b - 1]),
+    };
+    let in_bucket = cum[b] - below;
+    if in_bucket <= 0.0 {
+        return Some((start, false));
+    }
+    Some((
+        start + (le[b] - start) * ((rank - below) / in_bucket),
+        false,
+    ))
+}
+
+fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
+    let count = h.count.map(|n| n.round().max(0.0) as u64);
+    let mut out = HistogramStats {
+        count,
+        sum_ms: h.sum.map(|s| s * 1e3),
+        mean_ms: match (h.sum, h.count) {
+            (Some(s), Some(n)) if n > 0.0 => Some(s / n * 1e3),
+            _ => None,
+        },
+        ..HistogramStats::default()
+    };
+    let mut asked: Vec<f64> = FIXED_PERCENTILES.to_vec();
+    for &p in percentiles {
+        if !asked.contains(&p) {
+            asked.push(p);
+        }
+    }
+    for p in asked {
+        let key = format!("{}_ms", percentile_key(p));
+        let value = quantile(p / 100.0, h);
+        if value.is_some_and(|(_, capped)| capped) {
+            out.capped.push(key.clone());
+        }
+        if count.is_some_and(|n| n > 0 && is_small_sample(p, n)) {
+            out.small_sample.push(key.clone());
+        }
+        out.set(key, value.map(|(v, _)| v * 1e3));
+    }
+    out
+}
+
+/// Milliseconds per output token of each part: its histogram sum's rise over the window
+/// divided by the generation tokens of the same scrapes, summed over URLs.
+fn ntpot(by_url: &[Vec<&Scrape>]) -> Option<NtpotMs> {
+    let tokens = counter(by_url, Concept::GenerationTokens)?.delta;
+    if tokens <= 0.0 {
+        return None;
+    }
+    let part = |c: Concept| -> Option<f64> {
+        let sum: Vec<f64> = by_url
+            .iter()
+            .filter_map(|scrapes| {
+                let seq: Vec<&Hist> = scrapes.iter().filter_map(|s| s.hist(c)).collect();
+                hist_delta(&seq)?.sum
+            })
+            .collect();
+        (!sum.is_empty()).then(|| sum.iter().sum::<f64>() / tokens * 1e3)
+    };
+    let (queue, prefill, decode) = (
+        part(Concept::QueueTime),
+        part(Concept::PrefillTime),
+        part(Concept::DecodeTime),
+    );
+    if queue.is_none() && prefill.is_none() && decode.is_none() {
+        return None;
+    }
+    let total = match (queue, prefill, decode) {
+        (Some(q), Some(p), Some(d)) => Some(q + p + d),
+        _ => None,
+    };
+    Some(NtpotMs {
+        queue,
+        prefill,
+        decode,
+        total,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(le: &[f64], cum: &[f64], count: f64, sum: f64) -> Hist {
+        Hist {
+            le: le.to_vec(),
+            cum: cum.to_vec(),
+            count: Some(count),
+            sum: Some(sum),
+        }
+    }
+
+    #[test]
+    fn increase_adds_the_value_before_each_drop() {
+        assert_eq!(increase(&[10.0, 20.0, 5.0, 8.0]), (18.0, 1));
+        assert_eq!(increase(&[1.0, 4.0]), (3.0, 0));
+        assert_eq!(increase(&[7.0]), (0.0, 0));
+        assert_eq!(increase(&[]), (0.0, 0));
+        assert_eq!(increase(&[9.0, 2.0, 1.0]), (3.0, 2));
+    }
+
+    #[test]
+    fn quantiles_interpolate_inside_the_bucket() {
+        // 2 at or below 1, 4 more up to 2, 2 more up to 4, 2 above 4.
+        let h = hist(&[1.0, 2.0, 4.0], &[2.0, 6.0, 8.0], 10.0, 0.0);
+        assert_eq!(quantile(0.5, &h), Some((1.75, false)));
+        assert_eq!(quantile(0.1, &h), Some((0.5, false)));
+        assert_eq!(quantile(0.8, &h), Some((4.0, false)));
+        assert_eq!(quantile(0.9, &h), Some((4.0, true)));
+        assert_eq!(quantile(0.0, &h), Some((0.0, false)));
+        assert_eq!(quantile(1.5, &h), None);
+        let zero_first = hist(&[0.0, 1.0], &[3.0, 4.0], 4.0, 0.0);
+        assert_eq!(quantile(0.5, &zero_first), Some((0.0, false)));
+        assert_eq!(quantile(0.5, &hist(&[1.0], &[0.0], 0.0, 0.0)), None);
+        let sum_only = Hist {
+            sum: Some(3.0),
+            ..Hist::default()
+        };
+        assert_eq!(quantile(0.5, &sum_only), None);
+    }
+
+    #[test]
+    fn histogram_deltas_survive_a_reset() {
+        let a = hist(&[1.0], &[5.0], 10.0, 20.0);
+        let b = hist(&[1.0], &[7.0], 14.0, 30.0);
+        let c = hist(&[1.0], &[1.0], 2.0, 3.0);
+        let d = hist_delta(&[&a, &b, &c]).unwrap();
+        assert_eq!(d, hist(&[1.0], &[3.0], 6.0, 13.0));
+        assert_eq!(hist_delta(&[&a]), None);
+    }
+}
