@@ -9,7 +9,9 @@ use super::parse::{
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
 use clap::{Args, ValueEnum};
-use ringbench::plan::{Arrival, Endpoint, IoDriver, Load, Plan, Stop, DEFAULT_PERCENTILES};
+use ringbench::plan::{
+    Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop, DEFAULT_PERCENTILES,
+};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -194,6 +196,17 @@ pub struct RunArgs {
     /// failed [default: fail (exit 5) only when none succeeded].
     #[arg(long, value_name = "PCT")]
     pub max_failed: Option<f64>,
+    /// Scrape the server's own Prometheus metrics beside the run: these /metrics URLs, or
+    /// with no URL <base>/metrics [default: probe <base>/metrics once before the run and
+    /// scrape it if it answers Prometheus text].
+    #[arg(long, value_name = "URL", num_args = 0.., conflicts_with = "no_server_metrics")]
+    pub server_metrics: Option<Vec<String>>,
+    /// Time between scrapes of the server's metrics (100ms to 1h).
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration_ns)]
+    pub server_metrics_interval: u64,
+    /// Do not probe or scrape the server's metrics.
+    #[arg(long)]
+    pub no_server_metrics: bool,
 }
 
 /// `--pacer-spin-us`: `None` is auto; otherwise ns.
@@ -300,6 +313,11 @@ impl RunArgs {
             rx_timestamps: self.rx_timestamps,
             pacer_spin_ns: self.pacer_spin_us.0,
             max_failed_percent: self.max_failed,
+            server_metrics: ServerMetricsSpec {
+                enabled: !self.no_server_metrics,
+                urls: self.server_metrics.clone().unwrap_or_default(),
+                interval_ns: self.server_metrics_interval,
+            },
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

@@ -75,6 +75,10 @@ impl Observer for Watch {
         }
     }
 
+    fn on_note(&mut self, note: &str) {
+        let _ = writeln!(Stdout, "{note}");
+    }
+
     fn on_progress(&mut self, live: &LiveCounts, elapsed_s: f64) {
         if self.live {
             let _ = write!(

@@ -98,6 +98,7 @@ impl Collector {
             timeseries: m.series.finish(),
             workload: facts.workload.clone(),
             verdict,
+            server: None,
         }
     }
 }

@@ -38,6 +38,7 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
         )?;
     }
     small |= other_section(s, out)?;
+    super::console_server::server_block(s.server.as_ref(), out)?;
     overhead(s, out)?;
     if !s.warnings.is_empty() {
         writeln!(out, "{}", rule("Warnings", '-'))?;
@@ -56,7 +57,7 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
     Ok(())
 }
 
-fn rule(title: &str, fill: char) -> String {
+pub(super) fn rule(title: &str, fill: char) -> String {
     let pad = WIDTH.saturating_sub(title.chars().count());
     let left = pad / 2;
     let fill_s = |n| fill.to_string().repeat(n);

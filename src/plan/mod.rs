@@ -299,6 +299,37 @@ pub struct Plan {
     /// (exit 3); `None`: the run fails only when no measured request succeeded (`--max-failed`).
     #[serde(default)]
     pub max_failed_percent: Option<f64>,
+    /// The server's own `/metrics`, scraped beside the run (`--server-metrics`).
+    #[serde(default)]
+    pub server_metrics: ServerMetricsSpec,
+}
+
+/// Whether and what to scrape of the server's own metrics (`--server-metrics [URL...]`,
+/// `--server-metrics-interval`, `--no-server-metrics`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerMetricsSpec {
+    /// `false`: nothing is scraped (`--no-server-metrics`).
+    pub enabled: bool,
+    /// The `/metrics` URLs, scraped whatever a probe says. Empty: `<base>/metrics` of the
+    /// target (or of the built-in simulator), scraped when one probe before the run finds
+    /// Prometheus text there.
+    pub urls: Vec<String>,
+    /// Time between scrapes, ns: 100 ms to 1 h (default 1 s).
+    pub interval_ns: u64,
+}
+
+/// Shortest `--server-metrics-interval`.
+pub const MIN_SCRAPE_INTERVAL_NS: u64 = 100_000_000;
+
+impl Default for ServerMetricsSpec {
+    fn default() -> Self {
+        ServerMetricsSpec {
+            enabled: true,
+            urls: vec![],
+            interval_ns: 1_000_000_000,
+        }
+    }
 }
 
 /// What a secret's value is written as.
@@ -426,6 +457,7 @@ impl Plan {
             rx_timestamps: false,
             pacer_spin_ns: None,
             max_failed_percent: None,
+            server_metrics: ServerMetricsSpec::default(),
         }
     }
 

@@ -38,7 +38,26 @@ impl Plan {
         self.check_simulator()?;
         self.check_target()?;
         self.check_figures()?;
+        self.check_server_metrics()?;
         self.check_cpus()
+    }
+
+    fn check_server_metrics(&self) -> Result<(), PlanError> {
+        let m = &self.server_metrics;
+        if !(super::MIN_SCRAPE_INTERVAL_NS..=3_600_000_000_000).contains(&m.interval_ns) {
+            return bad(format!(
+                "--server-metrics-interval {} ms: must be from 100 ms to 1 h",
+                m.interval_ns / 1_000_000
+            ));
+        }
+        for url in &m.urls {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return bad(format!(
+                    "--server-metrics {url}: give an http:// or https:// URL of a /metrics page"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_load(&self) -> Result<(), PlanError> {

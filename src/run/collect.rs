@@ -46,12 +46,14 @@ pub(super) fn collect(
     run: &Started,
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
+    scraping: &mut super::server::Scraping,
 ) {
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
     loop {
         stopper.check(run.clock.now_ns());
         let (taken, open) = drain(collector, tally, run, observer);
         let now = run.clock.now_ns();
+        scraping.tick(run.shared.total_sent(), now.saturating_sub(run.start_ns));
         if now >= next_tick_ns {
             next_tick_ns = now + 1_000_000_000;
             collector.flush_log();

@@ -6,6 +6,7 @@
 mod collect;
 mod endpoint;
 pub mod lock;
+mod server;
 #[cfg(test)]
 pub(crate) mod testkit;
 mod workers;
@@ -88,6 +89,9 @@ pub trait Observer {
     fn on_record(&mut self, _record: &Record) {}
     /// About once a second: counts so far, and seconds since the schedule started.
     fn on_progress(&mut self, _live: &LiveCounts, _elapsed_s: f64) {}
+    /// A line about how the run is set up, before anything is sent (whether the server's
+    /// metrics are scraped, and why not).
+    fn on_note(&mut self, _note: &str) {}
 }
 
 /// No observer.
@@ -148,8 +152,11 @@ pub fn run_with(
     );
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
+    let clock = crate::rt::clock::RunClock::start();
+    let mut scraping = server::Scraping::start(plan, &ep, &clock);
+    scraping.notes.iter().for_each(|n| observer.on_note(n));
     let net_before = NetCounters::read();
-    let started = workers::start(plan, &ep, &catalog)?;
+    let started = workers::start(plan, &ep, &catalog, clock)?;
     let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
         interrupt,
@@ -158,9 +165,17 @@ pub fn run_with(
         stopped_at_ns: None,
     };
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
-    collect::collect(&mut collector, &mut tally, &started, stopper, observer);
+    collect::collect(
+        &mut collector,
+        &mut tally,
+        &started,
+        stopper,
+        observer,
+        &mut scraping,
+    );
     drop(pin);
     let ends = workers::join(started.handles)?;
+    let scrapes = scraping.finish();
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
     let facts = RunFacts {
@@ -177,9 +192,12 @@ pub fn run_with(
         workload: Some(workload),
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
-    let summary = collector
+    let mut summary = collector
         .finish(facts)
         .map_err(io_err("cannot write the results"))?;
+    if let Some(log) = scrapes {
+        server::join(&mut summary, &log, &plan.percentiles);
+    }
     if let Some(dir) = &plan.out_dir {
         crate::output::write_run(dir, &summary, &plan.exports)?;
     }

@@ -34,14 +34,18 @@ pub(super) struct Started {
 }
 
 /// Starts every worker; the schedule begins `START_LEAD_NS` after the run clock's origin.
-pub(super) fn start(plan: &Plan, ep: &Endpoint, catalog: &Catalog) -> Result<Started, RunError> {
+pub(super) fn start(
+    plan: &Plan,
+    ep: &Endpoint,
+    catalog: &Catalog,
+    clock: RunClock,
+) -> Result<Started, RunError> {
     let plan_arc = Arc::new(plan.clone());
     let shared = Arc::new(Shared::new(plan.cpus.len()));
     let (tx, records) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
     let (recycle, recycled) = crossbeam_channel::bounded::<Spare>(RECYCLE_CHANNEL_CAP);
     let fd_budget = fd_budget(plan);
     let schedule = open_schedule(plan);
-    let clock = RunClock::start();
     let start_ns = clock.now_ns() + START_LEAD_NS;
     let mut handles = Vec::with_capacity(plan.cpus.len());
     for (index, &cpu) in plan.cpus.iter().enumerate() {

@@ -9,7 +9,8 @@
 //! - `get`: a blocking HTTP/1.1 `GET` on a connection of its own, and `probe`;
 //! - `scraper`: the scraping thread, its phase marks and its bounded log;
 //! - `window`: a `summary::server::ServerSummary` from the scrapes of a window;
-//! - `jsonl`: the `server_metrics.jsonl` line, written and read back.
+//! - `jsonl`: the `server_metrics.jsonl` line, written and read back;
+//! - `join`: the `server` block of a finished run beside the client's figures (run and report).
 //!
 //! It may use `plan`, `summary`, `http` and `rt`, nothing that imports it (`run` and `output`
 //! do); it never prints, and a slow, stalling or failing endpoint costs the caller nothing but
@@ -17,6 +18,7 @@
 
 pub mod engines;
 pub mod get;
+pub mod join;
 pub mod jsonl;
 pub mod parse;
 pub mod scraper;

@@ -291,6 +291,18 @@ impl Scraper {
         rx.recv_deadline(deadline).is_ok()
     }
 
+    /// `mark` without waiting (for a caller that must not block, like the collector's loop):
+    /// the phase changes at once and the round is taken as soon as the thread is free. False
+    /// when the thread's queue is full (the phase still changed).
+    pub fn mark_nowait(&self, phase: Phase) -> bool {
+        self.shared
+            .phase
+            .store(phase_index(phase), Ordering::Release);
+        // The reply goes to a receiver dropped here: `try_send` on it fails quietly.
+        let (tx, _) = bounded(1);
+        self.cmd.try_send(Cmd::Mark(tx)).is_ok()
+    }
+
     /// Ends the thread (within the timeout and a little) and returns its log.
     pub fn stop(mut self) -> ScrapeLog {
         self.shared.stop.store(true, Ordering::Release);

@@ -161,6 +161,10 @@ pub struct Summary {
     /// How the run ends (exit status) and why.
     #[serde(default)]
     pub verdict: Verdict,
+    /// What the server's own metrics said over the measured window (`--server-metrics`);
+    /// `null` when they were not scraped.
+    #[serde(default)]
+    pub server: Option<server::ServerSummary>,
 }
 
 /// The program that wrote a summary (`tool` in `summary.json`).

@@ -62,6 +62,12 @@ pub struct ServerSummary {
     pub ntpot_ms: Option<NtpotMs>,
     /// Families of no concept kept raw in `server_metrics.jsonl` (on the window's last page).
     pub raw_families_kept: u64,
+    /// The client's figure less the server's, where both exist: `ttft_p50_ms`, `ttft_p99_ms`,
+    /// `e2e_p50_ms`, `e2e_p99_ms` (what the network, the server's HTTP front end and the
+    /// client add; the server's from bucket interpolation), `prompt_tokens` and
+    /// `generation_tokens` (the client's totals less the server's counter deltas).
+    #[serde(default)]
+    pub client_minus_server: BTreeMap<String, f64>,
 }
 
 /// A gauge over the scrapes of the window (with several URLs, summed per round; a share

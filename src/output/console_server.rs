@@ -1,0 +1,134 @@
+//! Part of the report stage (… → summary → **output**): the console's "Server (scraped)"
+//! block — what the server's own metrics said over the measured window (`summary.server`),
+//! beside the client's figures. Like `console.rs` it only prints what the summary holds; it
+//! computes no figure but a ratio of two it shows.
+
+use crate::summary::server::ServerSummary;
+use std::io::{self, Write};
+
+fn row(out: &mut impl Write, label: &str, value: impl std::fmt::Display) -> io::Result<()> {
+    let line = format!("{label:<40} {value:<10}");
+    writeln!(out, "{}", line.trim_end())
+}
+
+fn n(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+/// The block, when the run scraped the server; nothing otherwise.
+pub(super) fn server_block(server: Option<&ServerSummary>, out: &mut impl Write) -> io::Result<()> {
+    let Some(s) = server else {
+        return Ok(());
+    };
+    writeln!(out, "{}", super::console::rule("Server (scraped)", '-'))?;
+    row(
+        out,
+        "Source:",
+        format!(
+            "{} · {} scrapes ({} failed) over {:.1} s",
+            s.engine.as_deref().unwrap_or("unknown engine"),
+            s.scrapes_ok + s.scrapes_failed,
+            s.scrapes_failed,
+            s.window_s
+        ),
+    )?;
+    gauges(s, out)?;
+    counters(s, out)?;
+    latencies(s, out)
+}
+
+fn gauges(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
+    let g = |k: &str| s.gauges.get(k);
+    if let (Some(r), Some(w)) = (g("running"), g("waiting")) {
+        row(
+            out,
+            "Running / waiting, mean (max):",
+            format!(
+                "{} ({}) / {} ({})",
+                n(r.mean, 1),
+                n(r.max, 0),
+                n(w.mean, 1),
+                n(w.max, 0)
+            ),
+        )?;
+    }
+    if let Some(kv) = g("kv_cache_usage") {
+        let pct = |v: Option<f64>| n(v.map(|v| v * 100.0), 1);
+        row(
+            out,
+            "KV-cache usage % mean / p90 / max:",
+            format!("{} / {} / {}", pct(kv.mean), pct(kv.p90), pct(kv.max)),
+        )?;
+    }
+    Ok(())
+}
+
+fn counters(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
+    let c = |k: &str| s.counters.get(k);
+    if let (Some(q), Some(h)) = (c("prefix_cache_queries"), c("prefix_cache_hits")) {
+        let rate = (q.delta > 0.0).then(|| h.delta / q.delta * 100.0);
+        row(
+            out,
+            "Prefix-cache hit rate (tokens):",
+            format!("{}% of {:.0}", n(rate, 2), q.delta),
+        )?;
+    }
+    if let Some(p) = c("preemptions") {
+        row(out, "Preemptions:", format!("{:.0}", p.delta))?;
+    }
+    for (key, label) in [
+        ("prompt_tokens", "Prompt tokens (server, client − server):"),
+        (
+            "generation_tokens",
+            "Generated tokens (server, client − server):",
+        ),
+    ] {
+        if let Some(t) = c(key) {
+            let diff = s.client_minus_server.get(key).copied();
+            row(
+                out,
+                label,
+                format!("{:.0} ({}/s), {}", t.delta, n(t.per_s, 0), n(diff, 0)),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
+    for (key, label) in [
+        ("ttft", "Server TTFT p50 / p99 (ms):"),
+        ("e2e", "Server E2E p50 / p99 (ms):"),
+        ("queue_time", "Server queue time p50 / p99 (ms):"),
+    ] {
+        let Some(h) = s.histograms.get(key) else {
+            continue;
+        };
+        let mut value = format!("{} / {}", n(h.p50_ms, 2), n(h.p99_ms, 2));
+        let (p50, p99) = (
+            s.client_minus_server.get(&format!("{key}_p50_ms")),
+            s.client_minus_server.get(&format!("{key}_p99_ms")),
+        );
+        if let (Some(a), Some(b)) = (p50, p99) {
+            value.push_str(&format!(" (client − server {a:.2} / {b:.2})"));
+        }
+        row(out, label, value)?;
+    }
+    if let Some(t) = &s.ntpot_ms {
+        row(
+            out,
+            "Server NTPOT (ms/token):",
+            format!(
+                "{} = queue {} + prefill {} + decode {}",
+                n(t.total, 3),
+                n(t.queue, 3),
+                n(t.prefill, 3),
+                n(t.decode, 3)
+            ),
+        )?;
+    }
+    writeln!(
+        out,
+        "  (server percentiles interpolated within the server's histogram buckets)"
+    )
+}

@@ -1,0 +1,160 @@
+//! Part of the run (wiring): the server's own metrics beside the run. Which pages (the plan's
+//! URLs, or `<base>/metrics` when one probe before the run finds Prometheus text there), the
+//! scraping thread (`scrape::Scraper`, on a CPU no worker uses) started before the first
+//! request and marked at the phase boundaries — warm-up's end from the collector's loop,
+//! without waiting; the end after the last record — and its log handed back. It never prints:
+//! what it has to say is returned as notes.
+
+use super::endpoint::Endpoint;
+use crate::plan::Plan;
+use crate::rt::clock::RunClock;
+use crate::scrape::{GetOptions, Phase, ScrapeLog, ScrapeSettings, Scraper};
+use std::time::Duration;
+
+/// How long the probe before the run may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The scraping of one run, if any.
+pub(super) struct Scraping {
+    scraper: Option<Scraper>,
+    /// Warm-up's end still to be marked.
+    warmup_open: bool,
+    /// Warm-up as the plan has it: requests, or ns from the schedule's start.
+    warmup_requests: u64,
+    warmup_ns: u64,
+    /// Lines for the reader (whether the server's metrics are scraped, and why not).
+    pub notes: Vec<String>,
+}
+
+/// `<base>/metrics` of the target, or of the built-in simulator.
+fn base_metrics_url(plan: &Plan, ep: &Endpoint) -> String {
+    match &plan.target {
+        Some(t) => {
+            let scheme = if t.https { "https" } else { "http" };
+            let host = match t.host.contains(':') {
+                true => format!("[{}]", t.host),
+                false => t.host.clone(),
+            };
+            format!("{scheme}://{host}:{}{}/metrics", t.port, t.base_path)
+        }
+        None => format!("{}/metrics", ep.base_url),
+    }
+}
+
+impl Scraping {
+    /// Starts scraping for `plan` (nothing with `--no-server-metrics`, or when the probe of
+    /// `<base>/metrics` finds no Prometheus text there), with one round taken before this
+    /// returns so the window opens before the first request. Runs after the output folder
+    /// exists (the thread writes `server_metrics.jsonl` there).
+    pub(super) fn start(plan: &Plan, ep: &Endpoint, clock: &RunClock) -> Scraping {
+        let mut s = Scraping {
+            scraper: None,
+            warmup_open: plan.warmup_requests > 0 || plan.warmup_duration_ns > 0,
+            warmup_requests: plan.warmup_requests,
+            warmup_ns: plan.warmup_duration_ns,
+            notes: vec![],
+        };
+        let spec = &plan.server_metrics;
+        if !spec.enabled {
+            return s;
+        }
+        let get = GetOptions {
+            cacert: plan.cacert.clone(),
+            insecure: plan.insecure,
+            max_body_bytes: 0,
+        };
+        let every = format!("every {} ms", spec.interval_ns / 1_000_000);
+        let urls = if spec.urls.is_empty() {
+            let url = base_metrics_url(plan, ep);
+            match crate::scrape::probe_with(&url, PROBE_TIMEOUT, &get) {
+                Ok(info) => {
+                    let engine = info
+                        .engine
+                        .map_or("no known engine's".into(), |e| format!("{}'s", e.key()));
+                    s.notes.push(format!(
+                        "server metrics: {url} answers Prometheus text ({} families, {engine}); \
+                         scraped {every} (--no-server-metrics skips it)",
+                        info.families
+                    ));
+                    vec![url]
+                }
+                Err(e) => {
+                    s.notes.push(format!(
+                        "server metrics: not scraped, {url}: {e} (--server-metrics URL names \
+                         the page)"
+                    ));
+                    return s;
+                }
+            }
+        } else {
+            spec.urls.clone()
+        };
+        let start_phase = match s.warmup_open {
+            true => Phase::Warmup,
+            false => Phase::Measure,
+        };
+        let settings = ScrapeSettings {
+            interval_ns: spec.interval_ns,
+            start_phase,
+            jsonl: plan
+                .out_dir
+                .as_ref()
+                .map(|d| d.join(crate::scrape::join::FILE_NAME)),
+            get,
+            ..ScrapeSettings::new(urls.clone())
+        };
+        match Scraper::start(settings, clock.origin_mono_ns(), &plan.cpus) {
+            Ok(scraper) => {
+                if !spec.urls.is_empty() {
+                    s.notes.push(format!(
+                        "server metrics: {} scraped {every}",
+                        urls.join(", ")
+                    ));
+                }
+                scraper.mark(start_phase);
+                s.scraper = Some(scraper);
+            }
+            Err(e) => s.notes.push(format!("server metrics: not scraped: {e}")),
+        }
+        s
+    }
+
+    /// Called from the collector's loop: marks warm-up's end once it has passed (the warm-up
+    /// requests all sent, or its duration over), without waiting for the round.
+    pub(super) fn tick(&mut self, sent: u64, since_start_ns: u64) {
+        if !self.warmup_open {
+            return;
+        }
+        let over = match self.warmup_requests > 0 {
+            true => sent >= self.warmup_requests,
+            false => since_start_ns >= self.warmup_ns,
+        };
+        if over {
+            self.warmup_open = false;
+            if let Some(s) = &self.scraper {
+                s.mark_nowait(Phase::Measure);
+            }
+        }
+    }
+
+    /// After the last record: the closing round, then the thread's log (`None` when nothing
+    /// was scraped).
+    pub(super) fn finish(self) -> Option<ScrapeLog> {
+        let scraper = self.scraper?;
+        scraper.mark(Phase::After);
+        Some(scraper.stop())
+    }
+}
+
+/// The `server` block into `summary`, and what it warns of beside the thread's own notes.
+pub(super) fn join(summary: &mut crate::summary::Summary, log: &ScrapeLog, percentiles: &[f64]) {
+    summary.server = crate::scrape::join::server_block(&log.scrapes, percentiles, summary);
+    if let Some(block) = &summary.server {
+        summary
+            .warnings
+            .extend(crate::scrape::join::warnings(block));
+    }
+    summary
+        .warnings
+        .extend(log.notes.iter().map(|n| format!("server metrics: {n}")));
+}
