@@ -5,7 +5,7 @@
 //! - `engines`: the concepts (running, waiting, KV-cache usage, token counters, server-side
 //!   latency histograms) and each engine's table of family names;
 //! - `parse`: one page of Prometheus text → a `Page` of concept values (with
-//!   `openmetrics-parser`, never by hand);
+//!   `prom_text_format_parser`, never by hand);
 //! - `get`: a blocking HTTP/1.1 `GET` on a connection of its own, and `probe`;
 //! - `scraper`: the scraping thread, its phase marks and its bounded log;
 //! - `window`: a `summary::server::ServerSummary` from the scrapes of a window;

@@ -1,28 +1,42 @@
 //! Part of `scrape` (the server's side of a run): one page of Prometheus text (exposition
-//! format 0.0.4) → a `Page`. The text is parsed by `openmetrics-parser`, never by hand; this
-//! file only reads the parsed families through the engine's table (`engines`). It does no I/O
-//! and may not print; every collection it fills is bounded.
+//! format 0.0.4) → a `Page`. The text is parsed by `prom_text_format_parser`, never by hand;
+//! this file only reads the parsed families through the engine's table (`engines`). It does no
+//! I/O and may not print; every collection it fills is bounded.
 //!
 //! Series are combined per concept: summed over every series of the family (vLLM and the
 //! simulator label each data-parallel replica `engine="0"`, `"1"`, …, and label each model),
 //! except a share (KV-cache usage), which is the mean over the series: each replica reports its
 //! own cache's share. Histograms are summed bucket by bucket (`le`), with their sums and counts.
-//! Non-finite samples (`NaN`, `±Inf`) are left out. Families the table does not map are kept
-//! raw, at most `raw_max` series a page (histograms and summaries as their `_sum` and
-//! `_count`), the rest counted.
+//! Non-finite samples (`NaN`, `±Inf`, a number past `f64` such as `1e400`) are left out, and so
+//! is a bucket whose `le` is not a number. Families the table does not map are kept raw, at
+//! most `raw_max` series a page (histograms and summaries as their `_sum` and `_count`), the
+//! rest counted.
 //!
-//! What the parser refuses (checked against it): consecutive samples of different names with
-//! no `# TYPE` line between them (it groups them into one family), and a counter declared
-//! `foo` whose samples say `foo_total` (OpenMetrics style). No engine ringbench knows prints
-//! either in the 0.0.4 format, which is the one `get` asks for. One thing real pages do that
-//! it refuses is handled: a page whose last line has no newline gets one.
+//! A page is refused or read by what the parser says of it. One line that is not exposition
+//! text (its `Parse` error: it then gives no metric at all) refuses the page, and so does a
+//! page without any family. A `# HELP` or `# TYPE` line that no sample of its name follows
+//! (its `Collect` error: Python's client prints them for a labelled family with no series yet,
+//! and a counter declared `foo` whose samples say `foo_total` is one) does not: the page is
+//! read as a partial page. The parser loses no sample line over it, only the declaration; the
+//! samples after it are a family of their own name, untyped. Its families are its blocks by
+//! name; a name given again in a later block is read from its first block only.
+//!
+//! The parser keeps each value as the text it checked against Prometheus's float syntax (its
+//! `Float`: digits with an optional sign, point and exponent, `NaN`, `Inf`, `+Inf`, `-Inf`,
+//! any case, all of which `str::parse::<f64>` reads). Values are read here with `str::parse`,
+//! not `Float::as_f64` (which unwraps), so no value from a server can panic. Label values
+//! come as written on the page, escapes kept.
+//!
+//! What the parser refuses (checked against it): a `\r\n` line end and trailing blanks without
+//! a final newline (both mended here first: a CRLF page is read, a last line gets its
+//! newline), empty label braces (`a{} 1`), and a timestamp past `i64`. No engine ringbench
+//! knows prints those in the 0.0.4 format, which is the one `get` asks for.
 
 use super::engines::{detect, Combine, Concept, Engine, Kind, Read, Row};
 use super::{cut, ScrapeError, MAX_MESSAGE_BYTES};
-use openmetrics_parser::{
-    MetricFamily, MetricsExposition, PrometheusType, PrometheusValue, Sample,
-};
+use prom_text_format_parser::{Metric, Sample, ScrapeParseError, Type, Value, ValueType};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most finite buckets a histogram may have (vLLM's largest has 22, TGI's duration ones 35);
@@ -31,9 +45,15 @@ pub const MAX_BUCKETS: usize = 256;
 /// Longest raw series name (with its labels) kept; longer ones are counted, not kept. vLLM's
 /// `cache_config_info` (its cache settings as labels) is about 1.2 KiB.
 const MAX_RAW_KEY_BYTES: usize = 2048;
+/// Most of the parser's `Collect` errors named in the message of a page it gives nothing of.
+const MAX_ERRORS_NAMED: usize = 3;
 
-type Exposition = MetricsExposition<PrometheusType, PrometheusValue>;
-type Family = MetricFamily<PrometheusType, PrometheusValue>;
+/// A family: the parser's first block of its name.
+type Family = Metric;
+/// A series' labels, sorted by name.
+type Labels<'a> = Vec<(&'a str, &'a str)>;
+/// One series of a histogram or summary: its labels and its samples.
+type Series<'a> = (Labels<'a>, Vec<&'a Sample>);
 
 /// A histogram, summed over its series: cumulative counts by upper bound (finite bounds,
 /// ascending), the count (the `+Inf` bucket's, which the format makes equal to `_count`) and
@@ -91,7 +111,7 @@ pub struct Page {
     /// The engine whose families the page has (`None`: no known one).
     #[serde(default)]
     pub engine: Option<Engine>,
-    /// Metric families on the page.
+    /// Metric families on the page (names with at least one sample).
     #[serde(default)]
     pub families: u32,
     /// Gauge and counter concepts: the value combined over the family's series.
@@ -112,11 +132,15 @@ pub struct Page {
 }
 
 /// One page of Prometheus text as a `Page`, keeping at most `raw_max` raw series. Refused
-/// (`NotPrometheus`) when the parser rejects it or it has no family.
+/// (`NotPrometheus`) when a line is not exposition text or it has no family; read when the
+/// parser only found declarations without samples (see the file's header).
 pub fn parse_page(text: &str, raw_max: usize) -> Result<Page, ScrapeError> {
-    let exposition = exposition(text)?;
-    let mut names: Vec<&str> = exposition.families.keys().map(String::as_str).collect();
-    names.sort_unstable();
+    let metrics = metrics(text)?;
+    let mut families: BTreeMap<&str, &Family> = BTreeMap::new();
+    for m in &metrics {
+        families.entry(m.name.as_str()).or_insert(m);
+    }
+    let names: Vec<&str> = families.keys().copied().collect();
     let engine = detect(names.iter().copied());
     let mut page = Page {
         engine,
@@ -132,62 +156,75 @@ pub fn parse_page(text: &str, raw_max: usize) -> Result<Page, ScrapeError> {
         let Some(name) = names.iter().copied().find(|n| row.matches(n)) else {
             continue;
         };
-        if !known && read_row(row, &exposition.families[name], &mut page) {
+        if !known && read_row(row, families[name], &mut page) {
             mapped.insert(name);
         }
     }
     for name in names.iter().copied().filter(|n| !mapped.contains(n)) {
-        keep_raw(&exposition.families[name], raw_max, &mut page);
+        keep_raw(families[name], raw_max, &mut page);
     }
     Ok(page)
 }
 
-fn exposition(text: &str) -> Result<Exposition, ScrapeError> {
-    let owned;
-    let text = if text.is_empty() || text.ends_with('\n') {
-        text
-    } else {
-        owned = format!("{text}\n");
-        &owned
-    };
-    // The parser has `unwrap`s inside; a page that reached one is refused like a bad page
+/// The page's metrics, in its order; at least one.
+fn metrics(text: &str) -> Result<Vec<Metric>, ScrapeError> {
+    let text = mended(text);
+    // No panic is known on any input (read for 0.1.0 on winnow 0.5: every line parser
+    // consumes input, so `repeat` never asserts; its one `unwrap` is `Float::as_f64`, not
+    // called here). A page that finds one in a later version is refused like a bad page
     // instead of ending the scraping thread.
-    let parsed =
-        std::panic::catch_unwind(|| openmetrics_parser::prometheus::parse_prometheus(text));
+    let parsed = std::panic::catch_unwind(|| prom_text_format_parser::parse_scrape(&text));
+    let refused = |why: String| {
+        let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+        Err(ScrapeError::NotPrometheus(cut(&why, MAX_MESSAGE_BYTES)))
+    };
     match parsed {
-        Ok(Ok(e)) if !e.families.is_empty() => Ok(e),
-        Ok(Ok(_)) => Err(ScrapeError::NotPrometheus("no metric family".into())),
-        Ok(Err(e)) => {
-            let why = e
-                .to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
-            Err(ScrapeError::NotPrometheus(cut(&why, MAX_MESSAGE_BYTES)))
+        Ok((_, Some(ScrapeParseError::Parse(why)))) => refused(why),
+        Ok((metrics, _)) if !metrics.is_empty() => Ok(metrics),
+        Ok((_, Some(ScrapeParseError::Collect(errors)))) => {
+            let named: Vec<&str> = errors.iter().map(|e| e.error.as_str()).collect();
+            let shown = named.len().min(MAX_ERRORS_NAMED);
+            refused(format!("no metric family ({})", named[..shown].join("; ")))
         }
+        Ok((_, None)) => Err(ScrapeError::NotPrometheus("no metric family".into())),
         Err(_) => Err(ScrapeError::NotPrometheus(
             "the parser failed on this page".into(),
         )),
     }
 }
 
+/// The page as the parser reads it: `\r\n` line ends as `\n`, and a last line that has no
+/// newline given one.
+fn mended(text: &str) -> Cow<'_, str> {
+    let mut text = Cow::Borrowed(text);
+    if text.contains('\r') {
+        text = Cow::Owned(text.replace("\r\n", "\n"));
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.to_mut().push('\n');
+    }
+    text
+}
+
+/// A value, when finite: read with `str::parse` (never `Float::as_f64`, which unwraps).
+fn finite(v: &Value) -> Option<f64> {
+    v.value.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
 /// The declared type fits the row's: the same, or untyped where a plain value is wanted.
-fn type_fits(row: Kind, declared: &PrometheusType) -> bool {
+fn type_fits(row: Kind, declared: Type) -> bool {
     matches!(
         (row, declared),
-        (Kind::Gauge, PrometheusType::Gauge | PrometheusType::Unknown)
-            | (
-                Kind::Counter,
-                PrometheusType::Counter | PrometheusType::Unknown
-            )
-            | (Kind::Histogram, PrometheusType::Histogram)
+        (Kind::Gauge, Type::Gauge | Type::Untyped)
+            | (Kind::Counter, Type::Counter | Type::Untyped)
+            | (Kind::Histogram, Type::Histogram)
     )
 }
 
 /// Fills the row's concept from `fam`; false when the family cannot give it (wrong type, no
 /// finite sample, too many buckets), so that it is kept raw instead.
 fn read_row(row: &Row, fam: &Family, page: &mut Page) -> bool {
-    if !type_fits(row.kind, &fam.family_type) {
+    if !type_fits(row.kind, fam.kind) {
         return false;
     }
     match row.read {
@@ -195,19 +232,19 @@ fn read_row(row: &Row, fam: &Family, page: &mut Page) -> bool {
             Some(h) => page.histograms.insert(row.concept, h).is_none(),
             None => false,
         },
-        Read::AsIs => match combined(fam.iter_samples().filter_map(scalar), row.concept) {
+        Read::AsIs => match combined(fam.samples.iter().filter_map(scalar), row.concept) {
             Some(v) => page.values.insert(row.concept, v).is_none(),
             None => false,
         },
         Read::HistogramSum => {
-            let sums = histograms(fam).filter_map(|h| h.sum);
+            let sums = histograms(fam).into_iter().filter_map(|h| h.sum);
             match combined(sums, row.concept) {
                 Some(v) => page.values.insert(row.concept, v).is_none(),
                 None => false,
             }
         }
         Read::CounterAsSum => {
-            let Some(sum) = combined(fam.iter_samples().filter_map(scalar), row.concept) else {
+            let Some(sum) = combined(fam.samples.iter().filter_map(scalar), row.concept) else {
                 return false;
             };
             let h = Hist {
@@ -229,46 +266,86 @@ fn combined(values: impl Iterator<Item = f64>, concept: Concept) -> Option<f64> 
     }
 }
 
-/// A gauge's, counter's or untyped sample's value, when finite.
-fn scalar(s: &Sample<PrometheusValue>) -> Option<f64> {
-    let v = match &s.value {
-        PrometheusValue::Gauge(n) | PrometheusValue::Unknown(n) => n.as_f64(),
-        PrometheusValue::Counter(c) => c.value.as_f64(),
-        PrometheusValue::Histogram(_) | PrometheusValue::Summary(_) => return None,
-    };
-    v.is_finite().then_some(v)
+/// A gauge's, counter's or untyped sample's value, when finite (a histogram's or summary's
+/// `_sum` and `_count` are not one).
+fn scalar(s: &Sample) -> Option<f64> {
+    (s.value.value_type == ValueType::Sample)
+        .then(|| finite(&s.value))
+        .flatten()
 }
 
-/// Each series of a histogram family as a `Hist` (non-finite counts and bounds left out).
-fn histograms(fam: &Family) -> impl Iterator<Item = Hist> + '_ {
-    fam.iter_samples().filter_map(|s| {
-        let PrometheusValue::Histogram(h) = &s.value else {
-            return None;
-        };
-        let mut buckets: Vec<(f64, f64)> = h
-            .buckets
-            .iter()
-            .map(|b| (b.upper_bound, b.count.as_f64()))
-            .filter(|(_, c)| c.is_finite())
-            .collect();
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let count = buckets
-            .iter()
-            .find(|(le, _)| *le == f64::INFINITY)
-            .map(|&(_, c)| c);
-        buckets.retain(|(le, _)| le.is_finite());
-        Some(Hist {
-            le: buckets.iter().map(|b| b.0).collect(),
-            cum: buckets.iter().map(|b| b.1).collect(),
-            count,
-            sum: h.sum.map(|s| s.as_f64()).filter(|s| s.is_finite()),
+/// A sample's labels but `skip`, sorted by name (duplicates in the page's order): its series.
+fn series_labels<'a>(s: &'a Sample, skip: Option<&str>) -> Labels<'a> {
+    let mut labels: Labels<'a> = s
+        .labels
+        .iter()
+        .filter(|l| Some(l.key.as_str()) != skip)
+        .map(|l| (l.key.as_str(), l.value.as_str()))
+        .collect();
+    labels.sort_by_key(|&(k, _)| k);
+    labels
+}
+
+/// A histogram's or summary's samples by series (labels but `le` or `quantile`), in the order
+/// the page first gives each series.
+fn by_series(fam: &Family) -> Vec<Series<'_>> {
+    let skip = Some(if fam.kind == Type::Histogram {
+        "le"
+    } else {
+        "quantile"
+    });
+    let mut at: BTreeMap<Labels<'_>, usize> = BTreeMap::new();
+    let mut series: Vec<Series<'_>> = Vec::new();
+    for s in &fam.samples {
+        let labels = series_labels(s, skip);
+        let i = *at.entry(labels.clone()).or_insert_with(|| {
+            series.push((labels, Vec::new()));
+            series.len() - 1
+        });
+        series[i].1.push(s);
+    }
+    series
+}
+
+/// The `_sum` or `_count` sample of a series (its first), when finite.
+fn part(samples: &[&Sample], which: ValueType) -> Option<f64> {
+    let s = samples.iter().find(|s| s.value.value_type == which)?;
+    finite(&s.value)
+}
+
+/// Each series of a histogram family as a `Hist` (non-finite counts and bounds, and bounds
+/// that are not numbers, left out).
+fn histograms(fam: &Family) -> Vec<Hist> {
+    by_series(fam)
+        .into_iter()
+        .map(|(_, samples)| {
+            let mut buckets: Vec<(f64, f64)> = samples
+                .iter()
+                .filter(|s| s.value.value_type == ValueType::Sample)
+                .filter_map(|s| {
+                    let le = s.labels.iter().find(|l| l.key == "le")?;
+                    Some((le.value.parse::<f64>().ok()?, finite(&s.value)?))
+                })
+                .collect();
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let count = buckets
+                .iter()
+                .find(|(le, _)| *le == f64::INFINITY)
+                .map(|&(_, c)| c);
+            buckets.retain(|(le, _)| le.is_finite());
+            Hist {
+                le: buckets.iter().map(|b| b.0).collect(),
+                cum: buckets.iter().map(|b| b.1).collect(),
+                count,
+                sum: part(&samples, ValueType::Sum),
+            }
         })
-    })
+        .collect()
 }
 
 /// The family's series summed; `None` without series or past `MAX_BUCKETS`.
 fn histogram(fam: &Family) -> Option<Hist> {
-    let parts: Vec<Hist> = histograms(fam).collect();
+    let parts = histograms(fam);
     if parts.is_empty() {
         return None;
     }
@@ -278,57 +355,51 @@ fn histogram(fam: &Family) -> Option<Hist> {
 
 /// Keeps the family's series raw while the page's bound allows, counting the rest.
 fn keep_raw(fam: &Family, raw_max: usize, page: &mut Page) {
+    let series: Vec<(String, Option<f64>)> = match fam.kind {
+        Type::Histogram | Type::Summary => by_series(fam)
+            .into_iter()
+            .flat_map(|(labels, samples)| {
+                let labels = written(&labels);
+                [("_sum", ValueType::Sum), ("_count", ValueType::Count)].map(|(suffix, which)| {
+                    let key = format!("{}{suffix}{labels}", fam.name);
+                    (key, part(&samples, which))
+                })
+            })
+            .collect(),
+        _ => fam
+            .samples
+            .iter()
+            .map(|s| {
+                let key = format!("{}{}", fam.name, written(&series_labels(s, None)));
+                (key, scalar(s))
+            })
+            .collect(),
+    };
     let mut kept_any = false;
-    for s in fam.iter_samples() {
-        let labels = labels(s);
-        let series: Vec<(String, Option<f64>)> = match &s.value {
-            PrometheusValue::Histogram(h) => vec![
-                ("_sum", h.sum.map(|v| v.as_f64())),
-                ("_count", h.count.map(|c| c as f64)),
-            ],
-            PrometheusValue::Summary(h) => vec![
-                ("_sum", h.sum.map(|v| v.as_f64())),
-                ("_count", h.count.map(|c| c as f64)),
-            ],
-            _ => vec![("", scalar(s))],
+    for (key, value) in series {
+        let Some(value) = value else {
+            continue;
+        };
+        if page.raw.len() >= raw_max || key.len() > MAX_RAW_KEY_BYTES {
+            page.raw_dropped = page.raw_dropped.saturating_add(1);
+            continue;
         }
-        .into_iter()
-        .map(|(suffix, v)| (format!("{}{suffix}{labels}", fam.family_name), v))
-        .collect();
-        for (key, value) in series {
-            let Some(value) = value.filter(|v| v.is_finite()) else {
-                continue;
-            };
-            if page.raw.len() >= raw_max || key.len() > MAX_RAW_KEY_BYTES {
-                page.raw_dropped = page.raw_dropped.saturating_add(1);
-                continue;
-            }
-            kept_any |= page.raw.insert(key, value).is_none();
-        }
+        kept_any |= page.raw.insert(key, value).is_none();
     }
     page.raw_families += u32::from(kept_any);
 }
 
-/// `{a="x",b="y"}` (sorted by name, as the parser gives them), or nothing without labels.
-fn labels(s: &Sample<PrometheusValue>) -> String {
-    let Ok(set) = s.get_labelset() else {
+/// `{a="x",b="y"}` (as `series_labels` sorts them), or nothing without labels. Values are as
+/// the page escaped them; a raw newline (which the parser lets through) is written `\n`.
+fn written(labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
         return String::new();
-    };
-    let pairs: Vec<String> = set
-        .iter()
-        .map(|(k, v)| {
-            let v = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{v}\"")
-        })
-        .collect();
-    if pairs.is_empty() {
-        String::new()
-    } else {
-        format!("{{{}}}", pairs.join(","))
     }
+    let pairs: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", v.replace('\n', "\\n")))
+        .collect();
+    format!("{{{}}}", pairs.join(","))
 }
 
 #[cfg(test)]
@@ -441,5 +512,108 @@ weird{path=\"a\\\"b\"} NaN";
         assert_eq!((m.count, m.sum), (Some(8.0), None));
         assert_eq!(a.cum_at(0.5), 0.0);
         assert_eq!(a.cum_at(f64::INFINITY), 3.0);
+    }
+
+    #[test]
+    fn values_from_the_wire_are_read_or_refused_never_a_panic() {
+        // Every value text the parser lets through, read by `str::parse` and by the parser's
+        // own `Float::as_f64` (which unwraps: it would panic here if the two differed).
+        let accepted = [
+            ("+Inf", f64::INFINITY),
+            ("Inf", f64::INFINITY),
+            ("inf", f64::INFINITY),
+            ("-Inf", f64::NEG_INFINITY),
+            ("NaN", f64::NAN),
+            ("nan", f64::NAN),
+            ("1e400", f64::INFINITY),
+            ("-1e400", f64::NEG_INFINITY),
+            ("1e-400", 0.0),
+            ("1.", 1.0),
+            ("+.5", 0.5),
+            ("-2.5E+1", -25.0),
+            ("007", 7.0),
+        ];
+        for (text, want) in accepted {
+            let (metrics, err) = prom_text_format_parser::parse_scrape(&format!("a {text}\n"));
+            assert!(err.is_none(), "{text}: {err:?}");
+            let value = &metrics[0].samples[0].value;
+            for got in [value.value.parse::<f64>().unwrap(), value.value.as_f64()] {
+                assert!(
+                    got == want || (got.is_nan() && want.is_nan()),
+                    "{text}: {got}"
+                );
+            }
+        }
+        // On a page, only the finite ones count; the rest are left out.
+        let mut page = String::from("# TYPE vllm:num_requests_running gauge\n");
+        for (i, (text, _)) in accepted.iter().enumerate() {
+            page.push_str(&format!(
+                "vllm:num_requests_running{{engine=\"{i}\"}} {text}\n"
+            ));
+        }
+        let p = parse_page(&page, 8).unwrap();
+        assert_eq!(p.values[&Concept::Running], 0.0 + 1.0 + 0.5 - 25.0 + 7.0);
+        // A non-finite bucket, bound or sum is left out of a histogram.
+        let hist = "# TYPE vllm:time_to_first_token_seconds histogram\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} NaN\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"NaN\"} 1\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"x\"} 1\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"-1e400\"} 0\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"1\"} 2\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n\
+                    vllm:time_to_first_token_seconds_sum -Inf\n\
+                    vllm:time_to_first_token_seconds_count 3\n";
+        let h = &parse_page(hist, 8).unwrap().histograms[&Concept::Ttft];
+        assert_eq!((&h.le[..], &h.cum[..]), (&[1.0][..], &[2.0][..]));
+        assert_eq!((h.count, h.sum), (Some(3.0), None));
+        // Anything else in a value's place refuses the page.
+        for bad in [
+            "0x10", "1e", "1e+", "Infinity", "--1", "1.2.3", "abc", "+NaN", "1_000", "١",
+        ] {
+            let page = format!("# TYPE a gauge\na 1\nb {bad}\n");
+            let e = parse_page(&page, 8).unwrap_err();
+            assert!(matches!(e, ScrapeError::NotPrometheus(_)), "{bad:?}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn declarations_without_samples_leave_a_partial_page_and_a_bad_line_refuses_it() {
+        // A labelled family with no series yet (Python's client prints its HELP and TYPE), a
+        // counter declared without `_total`, a family given twice, CRLF line ends: read.
+        let page = "# HELP http_requests_total Requests.\r\n\
+                    # TYPE http_requests_total counter\r\n\
+                    # TYPE vllm:num_requests_running gauge\r\n\
+                    vllm:num_requests_running 2\r\n\
+                    # TYPE vllm:prompt_tokens counter\r\n\
+                    vllm:prompt_tokens_total 9\r\n\
+                    # TYPE vllm:num_requests_running gauge\r\n\
+                    vllm:num_requests_running 5\r\n";
+        let (_, err) = prom_text_format_parser::parse_scrape(&page.replace('\r', ""));
+        assert!(
+            matches!(&err, Some(ScrapeParseError::Collect(e)) if e.len() == 2),
+            "{err:?}"
+        );
+        let p = parse_page(page, 8).unwrap();
+        assert_eq!(p.engine, Some(Engine::Vllm));
+        assert_eq!(p.families, 2, "the declarations alone are no family");
+        assert_eq!(p.values[&Concept::Running], 2.0, "its first block");
+        assert_eq!(
+            p.values[&Concept::PromptTokens],
+            9.0,
+            "untyped, as a counter"
+        );
+        assert!(p.raw.is_empty(), "{:?}", p.raw);
+        // Declarations and nothing else: no family.
+        let e = parse_page("# HELP a A.\n# TYPE a gauge\n# TYPE b counter\n", 8).unwrap_err();
+        assert!(
+            matches!(&e, ScrapeError::NotPrometheus(m) if m.contains("has only TYPE")),
+            "{e:?}"
+        );
+        // One line that is not exposition text, among good ones: refused whole.
+        let e = parse_page("# TYPE a gauge\na 1\n<html>\n# TYPE b gauge\nb 2\n", 8).unwrap_err();
+        assert!(
+            matches!(&e, ScrapeError::NotPrometheus(m) if m.contains("line 3")),
+            "{e:?}"
+        );
     }
 }

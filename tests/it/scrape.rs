@@ -3,8 +3,10 @@
 //! from their sources) give the expected concept values; the window's arithmetic (histogram
 //! quantiles by interpolation, counter deltas across a reset) is exact on hand-made pages;
 //! endpoints that stall, reset, answer 500 or garbage cost the caller nothing but counted
-//! failures; and the simulator's `/metrics` is found and read as vLLM's. Tests that time
-//! something or load the simulator take the one lock.
+//! failures; and the simulator's `/metrics` is found and read as vLLM's, the library's parser
+//! (`prom_text_format_parser`) reading every `vllm:*` sample of it as an independent one
+//! (`openmetrics-parser`, a dev-dependency) does. Tests that time something or load the
+//! simulator take the one lock.
 
 use crate::support::common::{cpu_pair, lock, made_dir, run_summary, sim_plan};
 use ringbench::host::mono_ns;
@@ -548,4 +550,158 @@ fn https_metrics_are_read_through_a_private_ca_on_one_connection() {
         "{e:?}"
     );
     drop(sim.stop());
+}
+
+/// A sample's identity across the two parsers: its line's name (with `_bucket`, `_sum` or
+/// `_count`), its labels but `le` (unescaped, sorted) and its bound's bits.
+type SampleKey = (String, Vec<(String, String)>, Option<u64>);
+
+/// `prom_text_format_parser`'s samples of the `vllm:*` families (the library's parser).
+fn ours(page: &str) -> Vec<(SampleKey, f64)> {
+    use prom_text_format_parser::{Type, ValueType};
+    let unescape = |v: &str| {
+        v.replace("\\\\", "\u{0}")
+            .replace("\\\"", "\"")
+            .replace("\\n", "\n")
+            .replace('\u{0}', "\\")
+    };
+    let (metrics, err) = prom_text_format_parser::parse_scrape(page);
+    assert!(err.is_none(), "{err:?}");
+    let mut out = Vec::new();
+    for m in metrics.iter().filter(|m| m.name.starts_with("vllm:")) {
+        for s in &m.samples {
+            let suffix = match (m.kind, s.value.value_type) {
+                (Type::Histogram, ValueType::Sample) => "_bucket",
+                (_, ValueType::Sum) => "_sum",
+                (_, ValueType::Count) => "_count",
+                _ => "",
+            };
+            let mut labels: Vec<(String, String)> = s
+                .labels
+                .iter()
+                .filter(|l| !(suffix == "_bucket" && l.key == "le"))
+                .map(|l| (l.key.clone(), unescape(&l.value)))
+                .collect();
+            labels.sort();
+            let le = s
+                .labels
+                .iter()
+                .find(|l| suffix == "_bucket" && l.key == "le");
+            let le = le.map(|l| l.value.parse::<f64>().unwrap().to_bits());
+            let value = s.value.value.parse::<f64>().unwrap();
+            out.push(((format!("{}{suffix}", m.name), labels, le), value));
+        }
+    }
+    out
+}
+
+/// `openmetrics-parser`'s samples of the `vllm:*` families (the independent one).
+fn theirs(page: &str) -> Vec<(SampleKey, f64)> {
+    use openmetrics_parser::PrometheusValue as V;
+    let parsed = openmetrics_parser::prometheus::parse_prometheus(page).expect("it parses");
+    let mut out = Vec::new();
+    for (name, fam) in parsed
+        .families
+        .iter()
+        .filter(|(n, _)| n.starts_with("vllm:"))
+    {
+        for s in fam.iter_samples() {
+            let mut labels: Vec<(String, String)> = s
+                .get_labelset()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            labels.sort();
+            let mut push = |suffix: &str, le: Option<f64>, value: f64| {
+                let key = (
+                    format!("{name}{suffix}"),
+                    labels.clone(),
+                    le.map(f64::to_bits),
+                );
+                out.push((key, value));
+            };
+            match &s.value {
+                V::Gauge(n) | V::Unknown(n) => push("", None, n.as_f64()),
+                V::Counter(c) => push("", None, c.value.as_f64()),
+                V::Histogram(h) => {
+                    for b in &h.buckets {
+                        push("_bucket", Some(b.upper_bound), b.count.as_f64());
+                    }
+                    h.sum.iter().for_each(|v| push("_sum", None, v.as_f64()));
+                    h.count.iter().for_each(|&c| push("_count", None, c as f64));
+                }
+                V::Summary(_) => panic!("{name}: the simulator prints no summary"),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn both_parsers_read_every_vllm_sample_of_the_simulators_page_alike() {
+    let _g = lock();
+    let sim = sim::start(SimConfig {
+        settings: SimSettings {
+            cpus: vec![cpu_pair().1],
+            max_num_seqs: 2,
+            ..SimSettings::default()
+        },
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let mut p = sim_plan();
+    p.sim = None;
+    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
+    p.allow_concurrent = true;
+    p.load = Load::Closed { concurrency: 4 };
+    p.stop = Stop {
+        request_count: Some(24),
+        duration_ns: None,
+    };
+    p.warmup_requests = 0;
+    p.max_lag_ms = 1e9;
+    p.output_tokens = 4;
+    assert_eq!(run_summary(&p)["counts"]["ok"], 24);
+    let url = MetricsUrl::parse(&format!("http://{}/metrics", sim.addr)).unwrap();
+    let mut f = Fetcher::new(url, &GetOptions::default()).unwrap();
+    let page = f.get(Duration::from_secs(2)).unwrap().to_string();
+    drop(sim.stop());
+
+    let (mut a, mut b) = (ours(&page), theirs(&page));
+    a.sort_by(|x, y| x.0.cmp(&y.0));
+    b.sort_by(|x, y| x.0.cmp(&y.0));
+    let keys = |v: &[(SampleKey, f64)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&a), keys(&b), "the same samples");
+    for ((key, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y || (x.is_nan() && y.is_nan()), "{key:?}: {x} vs {y}");
+    }
+    // Every histogram family, its buckets, sums and counts; requests were observed.
+    assert!(a.len() >= 100, "{} samples", a.len());
+    let ttft = "vllm:time_to_first_token_seconds_count".to_string();
+    let counts: f64 = a.iter().filter(|(k, _)| k.0 == ttft).map(|(_, v)| v).sum();
+    assert_eq!(counts, 24.0);
+    // The library reads the same page: its raw vllm:* series are among those samples.
+    let parsed = parse_page(&page, 256).unwrap();
+    assert_eq!(parsed.engine, Some(Engine::Vllm));
+    assert_eq!(parsed.values[&Concept::GenerationTokens], 24.0 * 4.0);
+    let raw: Vec<(&String, &f64)> = parsed
+        .raw
+        .iter()
+        .filter(|(k, _)| k.starts_with("vllm:"))
+        .collect();
+    assert!(!raw.is_empty(), "{:?}", parsed.raw);
+    for (series, v) in raw {
+        let name = series.split('{').next().unwrap();
+        let hit = a.iter().any(|((n, labels, _), x)| {
+            let written: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+            let written = if written.is_empty() {
+                String::new()
+            } else {
+                format!("{{{}}}", written.join(","))
+            };
+            n == name && format!("{n}{written}") == *series && x == v
+        });
+        assert!(hit, "{series} = {v} is no sample of the page");
+    }
 }
