@@ -105,9 +105,30 @@ pub fn settings(dir: &Path, o: &Overrides) -> Result<(RunSidecar, Settings), Rep
 /// The summary of the run in `dir`, from `requests.jsonl` and `run.json` alone.
 pub fn recompute(dir: &Path, o: &Overrides) -> Result<Summary, ReplayError> {
     let (side, settings) = settings(dir, o)?;
+    let percentiles = settings.percentiles.clone();
     let mut c = Collector::from_settings(settings);
     read_records(dir, |r| c.add(r))?;
-    Ok(c.summarize(side.facts(), side.host.clone()))
+    let mut summary = c.summarize(side.facts(), side.host.clone());
+    server_block(dir, &percentiles, &mut summary)?;
+    Ok(summary)
+}
+
+/// The `server` block again from `server_metrics.jsonl`, when the run scraped the server
+/// (`scrape::join`, as the run made it); the warnings it calls for join the rest.
+fn server_block(dir: &Path, percentiles: &[f64], summary: &mut Summary) -> Result<(), ReplayError> {
+    use crate::scrape::{join, scraper::DEFAULT_MAX_SCRAPES};
+    let path = dir.join(join::FILE_NAME);
+    if !path.exists() {
+        return Ok(());
+    }
+    // Room for a full log and its boundary rounds: the window's ends are never dropped.
+    let back = crate::scrape::jsonl::read_file(&path, 2 * DEFAULT_MAX_SCRAPES)
+        .map_err(|source| ReplayError::Io { path, source })?;
+    summary.server = join::server_block(&back.scrapes, percentiles, summary);
+    if let Some(block) = &summary.server {
+        summary.warnings.extend(join::warnings(block));
+    }
+    Ok(())
 }
 
 /// The run in `dir` as other tools define its figures (`report --definitions`), one

@@ -28,6 +28,7 @@ mod records;
 mod rx_timestamps;
 mod scrape;
 mod secrets;
+mod server_metrics;
 mod shape;
 mod sim_truth;
 mod sim_wire;

@@ -281,13 +281,13 @@ fn a_window_of_one_scrape_has_gauges_but_no_deltas() {
 /// A server on 127.0.0.1:0 that answers each request with `answer`: `Stall` holds the
 /// connection and never answers, `Reset` resets it, `Bytes` writes them (and keeps it open).
 #[derive(Clone, Copy)]
-enum Answer {
+pub(crate) enum Answer {
     Stall,
     Reset,
     Bytes(&'static str),
 }
 
-fn server(answer: Answer) -> String {
+pub(crate) fn server(answer: Answer) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/metrics", l.local_addr().unwrap());
     std::thread::spawn(move || {
