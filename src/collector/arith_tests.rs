@@ -617,6 +617,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "timeseries",
         "workload",
         "verdict",
+        "server",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

@@ -192,6 +192,17 @@ pub fn run_with(
         workload: Some(workload),
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
+    finish(plan, collector, facts, scrapes)
+}
+
+/// The summary from the collector and the run's facts, the server's block joined to it, and
+/// the run's files written.
+fn finish(
+    plan: &Plan,
+    collector: Collector,
+    facts: RunFacts,
+    scrapes: Option<crate::scrape::ScrapeLog>,
+) -> Result<Summary, RunError> {
     let mut summary = collector
         .finish(facts)
         .map_err(io_err("cannot write the results"))?;
