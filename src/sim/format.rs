@@ -102,6 +102,12 @@ pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32,
     ev.clear();
     event_prefix(ev, r);
     match r.api {
+        // Content only (always so without reasoning): one literal, as before reasoning.
+        Api::Chat if r.reasoning_tokens <= first => {
+            ev.extend_from_slice(b"[{\"index\":0,\"delta\":{\"content\":\"");
+            put_words(ev, first, end);
+            ev.extend_from_slice(b"\"}");
+        }
         Api::Chat => {
             ev.extend_from_slice(b"[{\"index\":0,\"delta\":{");
             put_text(ev, r, first, end);
@@ -344,8 +350,16 @@ pub(crate) fn word(i: u32) -> &'static [u8] {
 /// A chat delta's (or message's) text fields for tokens `first..end`: those before
 /// `reasoning_tokens` under the flavour's reasoning key, then the rest as `content`; an event
 /// with no token at all is `"content":""`.
+#[inline]
 pub(super) fn put_text(out: &mut Vec<u8>, r: &Reply, first: u32, end: u32) {
-    let cut = r.reasoning_tokens.clamp(first, end);
+    if r.reasoning_tokens <= first {
+        // Every token of the event is content (always so without reasoning).
+        out.extend_from_slice(b"\"content\":\"");
+        put_words(out, first, end);
+        out.extend_from_slice(b"\"");
+        return;
+    }
+    let cut = r.reasoning_tokens.min(end);
     if cut > first {
         out.extend_from_slice(match r.flavor {
             Flavor::Vllm => b"\"reasoning\":\"",
@@ -401,9 +415,12 @@ fn put_hex(out: &mut Vec<u8>, mut v: u64) {
 
 /// Exactly 16 lower-case hex digits (response ids, like vLLM's).
 pub(super) fn put_hex16(out: &mut Vec<u8>, v: u64) {
-    for shift in (0..16).rev() {
-        out.push(HEX[((v >> (shift * 4)) & 0xf) as usize]);
+    // Built on the stack and appended once: a push per digit was 190 instructions an event.
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((v >> ((15 - i) * 4)) & 0xf) as usize];
     }
+    out.extend_from_slice(&digits);
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -31,9 +31,15 @@ pub(super) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, s
     match r.api {
         Api::Chat => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":null,\"index\":0,");
-            ev.extend_from_slice(b"\"delta\":{");
-            put_text(ev, r, first, end);
-            ev.extend_from_slice(b"}}]");
+            if r.reasoning_tokens <= first {
+                ev.extend_from_slice(b"\"delta\":{\"content\":\"");
+                put_words(ev, first, end);
+                ev.extend_from_slice(b"\"}}]");
+            } else {
+                ev.extend_from_slice(b"\"delta\":{");
+                put_text(ev, r, first, end);
+                ev.extend_from_slice(b"}}]");
+            }
         }
         Api::Completions => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"text\":\"");
