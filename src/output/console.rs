@@ -78,12 +78,16 @@ fn kernel_net(o: &Overhead) -> String {
 }
 
 /// vLLM's `{:<40} {:<10}` row, without its trailing blanks.
-fn row(out: &mut impl Write, label: &str, value: impl std::fmt::Display) -> io::Result<()> {
+pub(super) fn row(
+    out: &mut impl Write,
+    label: &str,
+    value: impl std::fmt::Display,
+) -> io::Result<()> {
     let line = format!("{label:<40} {value:<10}");
     writeln!(out, "{}", line.trim_end())
 }
 
-fn num(v: Option<f64>, decimals: usize) -> String {
+pub(super) fn num(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 

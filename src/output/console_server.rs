@@ -3,24 +3,16 @@
 //! beside the client's figures. Like `console.rs` it only prints what the summary holds; it
 //! computes no figure but a ratio of two it shows.
 
+use super::console::{num as n, row, rule};
 use crate::summary::server::ServerSummary;
 use std::io::{self, Write};
-
-fn row(out: &mut impl Write, label: &str, value: impl std::fmt::Display) -> io::Result<()> {
-    let line = format!("{label:<40} {value:<10}");
-    writeln!(out, "{}", line.trim_end())
-}
-
-fn n(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
-}
 
 /// The block, when the run scraped the server; nothing otherwise.
 pub(super) fn server_block(server: Option<&ServerSummary>, out: &mut impl Write) -> io::Result<()> {
     let Some(s) = server else {
         return Ok(());
     };
-    writeln!(out, "{}", super::console::rule("Server (scraped)", '-'))?;
+    writeln!(out, "{}", rule("Server (scraped)", '-'))?;
     row(
         out,
         "Source:",

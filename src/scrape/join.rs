@@ -6,7 +6,7 @@
 
 use crate::scrape::Scrape;
 use crate::summary::server::ServerSummary;
-use crate::summary::{Stats, Summary};
+use crate::summary::Summary;
 
 /// File name of the scrapes beside `summary.json`.
 pub const FILE_NAME: &str = "server_metrics.jsonl";
@@ -21,18 +21,13 @@ pub fn server_block(
     let (t0, t1) = crate::scrape::measured_window(scrapes)?;
     let mut block = crate::scrape::summarize(scrapes, t0, t1, percentiles);
     let lat = &summary.latency_ms;
-    let pairs: [(&str, &Stats, &str, &str); 4] = [
-        ("ttft_p50_ms", &lat.ttft, "ttft", "p50_ms"),
-        ("ttft_p99_ms", &lat.ttft, "ttft", "p99_ms"),
-        ("e2e_p50_ms", &lat.e2e, "e2e", "p50_ms"),
-        ("e2e_p99_ms", &lat.e2e, "e2e", "p99_ms"),
+    let pairs: [(&str, Option<f64>, &str, &str); 4] = [
+        ("ttft_p50_ms", lat.ttft.p50, "ttft", "p50_ms"),
+        ("ttft_p99_ms", lat.ttft.p99, "ttft", "p99_ms"),
+        ("e2e_p50_ms", lat.e2e.p50, "e2e", "p50_ms"),
+        ("e2e_p99_ms", lat.e2e.p99, "e2e", "p99_ms"),
     ];
     for (key, client, concept, field) in pairs {
-        let client = if field == "p50_ms" {
-            client.p50
-        } else {
-            client.p99
-        };
         let server = block.histograms.get(concept).and_then(|h| h.get(field));
         if let (Some(c), Some(s)) = (client, server) {
             block.client_minus_server.insert(key.into(), c - s);

@@ -17,7 +17,8 @@ use ringbench::plan::{Load, Plan, SimSettings, Stop, Target};
 use ringbench::sim::{self, SimConfig, SimHandle};
 use serde_json::Value;
 
-fn closed(p: &mut Plan, users: u32, requests: u64) {
+/// A closed loop of `users` for `requests`, no warm-up, lag not judged.
+pub(crate) fn closed(p: &mut Plan, users: u32, requests: u64) {
     p.load = Load::Closed { concurrency: users };
     p.stop = Stop {
         request_count: Some(requests),

@@ -6,7 +6,7 @@
 
 use crate::scrape::{server, Answer};
 use crate::support::common::{lock, made_dir, read_json, run_summary, sim_plan};
-use ringbench::plan::{Load, Plan, SimSettings, Stop};
+use ringbench::plan::{Plan, SimSettings};
 use serde_json::Value;
 
 /// vLLM's `vllm:time_to_first_token_seconds` bounds, in ms (the simulator's are the same:
@@ -16,14 +16,9 @@ const TTFT_BOUNDS_MS: [f64; 22] = [
     7500.0, 10000.0, 20000.0, 40000.0, 80000.0, 160000.0, 640000.0, 2560000.0,
 ];
 
+/// `engine::closed`, scraped every 100 ms.
 fn closed(p: &mut Plan, users: u32, requests: u64) {
-    p.load = Load::Closed { concurrency: users };
-    p.stop = Stop {
-        request_count: Some(requests),
-        duration_ns: None,
-    };
-    p.warmup_requests = 0;
-    p.max_lag_ms = 1e9;
+    crate::engine::closed(p, users, requests);
     p.server_metrics.interval_ns = 100_000_000;
 }
 
