@@ -96,6 +96,14 @@ pub struct RunArgs {
     /// Extra header K:V on every request (repeatable); secret-looking values are never written out.
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
+    /// Send no x-request-id [default: every request carries x-request-id: RUN-ID, its
+    /// arrival index; requests.jsonl keeps it and any id the server echoes].
+    #[arg(long)]
+    pub no_request_id: bool,
+    /// The run's id, first part of every x-request-id (1-23 of A-Z a-z 0-9 . _ -)
+    /// [default: 8 random hex digits, in summary.json's config.run_id].
+    #[arg(long, value_name = "ID", conflicts_with = "no_request_id")]
+    pub run_id: Option<String>,
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Built-in simulator's CPUs (default: the first CPU the workers do not use).
@@ -318,6 +326,8 @@ impl RunArgs {
                 urls: self.server_metrics.clone().unwrap_or_default(),
                 interval_ns: self.server_metrics_interval,
             },
+            request_id: !self.no_request_id,
+            run_id: self.run_id.clone(),
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

@@ -78,6 +78,10 @@ macro_rules! sim_flags {
             /// (`delta.reasoning` for vllm, `delta.reasoning_content` for llama-cpp).
             #[arg(long = concat!($prefix, "reasoning-tokens"), value_name = "N", default_value_t = 0)]
             pub reasoning_tokens: u32,
+            /// Simulator: every response carries x-request-id, the request's own or one it
+            /// makes (vLLM's --enable-request-id-headers).
+            #[arg(long = concat!($prefix, "enable-request-id-headers"))]
+            pub request_id_headers: bool,
         }
 
         impl $name {
@@ -106,6 +110,7 @@ macro_rules! sim_flags {
                     block_size: self.block_size,
                     flavor: self.flavor,
                     reasoning_tokens: self.reasoning_tokens,
+                    request_id_headers: self.request_id_headers,
                 }
             }
         }

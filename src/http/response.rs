@@ -15,6 +15,7 @@
 
 use crate::extract::{EventInfo, ExtractError, Extractor};
 use crate::http::chunked::{ChunkError, ChunkedDecoder};
+use crate::record::request_id::HEADER as REQUEST_ID_HEADER;
 use crate::record::Outcome;
 use crate::sse::{SseOversized, SseSplitter};
 
@@ -62,6 +63,9 @@ pub trait ResponseSink {
     /// Right after `event`, the generated text it carried (unescaped), only when
     /// `ResponseParser::capture_text` is on and the text is not empty.
     fn text(&mut self, _text: &[u8]) {}
+    /// Just before `head`, the value of the final head's `x-request-id` header, if it has
+    /// one (the first, when several).
+    fn request_id(&mut self, _value: &[u8]) {}
 }
 
 /// Why a response could not be read; `outcome` names the record outcome it ends in.
@@ -160,6 +164,8 @@ struct Head {
     close: bool,
     keep_alive: bool,
     sse: bool,
+    /// Where the first `x-request-id` value is in the parsed bytes: (offset, length).
+    request_id: Option<(u32, u32)>,
 }
 
 /// Parser for the responses of one connection; `reset` before each request.
@@ -294,10 +300,23 @@ impl ResponseParser {
     ) -> Result<Option<usize>, ResponseError> {
         let mut used = 0;
         loop {
-            let Some((carried, head)) = self.next_head(data.get(used..).unwrap_or_default())?
-            else {
+            let input = data.get(used..).unwrap_or_default();
+            let Some((carried, head)) = self.next_head(input)? else {
                 return Ok(None);
             };
+            if let (Some((at, len)), false) = (head.request_id, (100..200).contains(&head.status)) {
+                // Parsed from the carried bytes when there were any, else from `input`: the
+                // value is a range of that buffer.
+                let from = if carried > 0 {
+                    &self.head_buf[..]
+                } else {
+                    input
+                };
+                let (at, len) = (at as usize, len as usize);
+                if let Some(v) = from.get(at..at + len) {
+                    sink.request_id(v);
+                }
+            }
             // A head found in the carried bytes alone would have been found a read ago.
             used += head
                 .len
@@ -487,6 +506,11 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<Head>, ResponseError> {
     };
     for h in resp.headers.iter() {
         read_header(&mut head, h.name, h.value)?;
+        if head.request_id.is_none() && h.name.eq_ignore_ascii_case(REQUEST_ID_HEADER) {
+            // httparse's value is a slice of `buf`.
+            let at = h.value.as_ptr() as usize - buf.as_ptr() as usize;
+            head.request_id = Some((at as u32, h.value.len() as u32));
+        }
     }
     Ok(Some(head))
 }
@@ -612,6 +636,7 @@ mod tests {
     struct Seen {
         heads: Vec<(u16, bool)>,
         events: Vec<EventInfo>,
+        request_ids: Vec<Vec<u8>>,
     }
 
     impl ResponseSink for Seen {
@@ -620,6 +645,9 @@ mod tests {
         }
         fn event(&mut self, ev: &EventInfo) {
             self.events.push(*ev);
+        }
+        fn request_id(&mut self, value: &[u8]) {
+            self.request_ids.push(value.to_vec());
         }
     }
 
@@ -715,6 +743,18 @@ mod tests {
         assert_eq!(seen.heads, vec![(200, false)]);
         assert_eq!(seen.events.len(), 1);
         assert_eq!(seen.events[0].content_bytes, 2);
+    }
+
+    #[test]
+    fn the_final_heads_first_request_id_is_handed_over_at_every_cut() {
+        let wire = b"HTTP/1.1 100 Continue\r\nX-Request-Id: interim\r\n\r\n\
+            HTTP/1.1 200 OK\r\nx-request-id:  ab12-7 \r\nX-REQUEST-ID: second\r\n\
+            Content-Length: 2\r\n\r\n{}";
+        let (seen, end) = same_at_every_cut(Limits::default(), wire, false);
+        assert_eq!(end, Ok(Progress::Done { keep_alive: true }));
+        assert_eq!(seen.request_ids, vec![b"ab12-7".to_vec()], "trimmed, once");
+        let none = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        assert!(run(&[none]).0.request_ids.is_empty());
     }
 
     #[test]

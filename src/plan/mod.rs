@@ -2,10 +2,12 @@
 //! it (schedule, workers, collector, report) reads only the `Plan`. A `Plan` that exists is
 //! valid; checks live in `cli`/`Plan::check`, never on the hot path.
 
+pub mod run_id;
 pub mod sim;
 mod validate;
 pub mod workload;
 
+pub use run_id::RunId;
 pub use sim::SimSettings;
 pub use validate::{PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
 pub use workload::WorkloadSpec;
@@ -302,6 +304,13 @@ pub struct Plan {
     /// The server's own `/metrics`, scraped beside the run (`--server-metrics`).
     #[serde(default)]
     pub server_metrics: ServerMetricsSpec,
+    /// Send `x-request-id: <run id>-<request id>` with every request, so records join with
+    /// the server's logs (off: `--no-request-id`; a `--header` of that name wins over it).
+    pub request_id: bool,
+    /// The run's id (`--run-id`): the first part of every request id. `None` until the run
+    /// starts, which draws 8 hex digits at random and records them here (the summary's
+    /// `config.run_id`).
+    pub run_id: Option<String>,
 }
 
 /// Whether and what to scrape of the server's own metrics (`--server-metrics [URL...]`,
@@ -334,6 +343,21 @@ impl Default for ServerMetricsSpec {
 
 /// What a secret's value is written as.
 pub const REDACTED: &str = "<redacted>";
+
+impl Plan {
+    /// The run id requests carry, when they carry ours: `request_id` on, a run id resolved,
+    /// and no `--header` of the same name (the user's wins).
+    pub fn sent_run_id(&self) -> Option<RunId> {
+        let user_has_it = self
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(run_id::HEADER));
+        match (self.request_id && !user_has_it, &self.run_id) {
+            (true, Some(id)) => RunId::new(id).ok(),
+            _ => None,
+        }
+    }
+}
 
 /// Header names whose values must never reach any output.
 pub fn is_secret_header(name: &str) -> bool {
@@ -458,6 +482,8 @@ impl Plan {
             pacer_spin_ns: None,
             max_failed_percent: None,
             server_metrics: ServerMetricsSpec::default(),
+            request_id: true,
+            run_id: None,
         }
     }
 

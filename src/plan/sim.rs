@@ -203,6 +203,9 @@ pub struct SimSettings {
     /// `delta.reasoning`, llama.cpp's `delta.reasoning_content`); at most `max_tokens`.
     /// 0 = none. Completions have no reasoning field and ignore it.
     pub reasoning_tokens: u32,
+    /// Every response carries `x-request-id`: the request's own, or one the simulator makes
+    /// when it sent none (vLLM's `--enable-request-id-headers`).
+    pub request_id_headers: bool,
 }
 
 /// The engine whose wire format the simulator copies (`--flavor`).
@@ -248,6 +251,7 @@ impl Default for SimSettings {
             block_size: 16,
             flavor: Flavor::Vllm,
             reasoning_tokens: 0,
+            request_id_headers: false,
         }
     }
 }

@@ -38,6 +38,7 @@ impl Plan {
         self.check_simulator()?;
         self.check_target()?;
         self.check_figures()?;
+        self.check_run_id()?;
         self.check_server_metrics()?;
         self.check_cpus()
     }
@@ -58,6 +59,15 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    fn check_run_id(&self) -> Result<(), PlanError> {
+        match &self.run_id {
+            Some(id) => super::RunId::new(id)
+                .map(|_| ())
+                .or_else(|e| bad(format!("--run-id {id}: {e}"))),
+            None => Ok(()),
+        }
     }
 
     fn check_load(&self) -> Result<(), PlanError> {

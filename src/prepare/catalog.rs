@@ -10,12 +10,14 @@
 //! and a few word-sized writes, no allocation once the buffer has grown, and no count shared
 //! with other cores (a shared `Bytes` would bump one refcount from every core).
 
+use crate::plan::RunId;
 use crate::plan::{Endpoint, Plan};
 use crate::prepare::salt::{SaltAt, SaltPool};
 #[cfg(test)]
 use crate::prepare::Prepared;
 use crate::prepare::Prompt;
-use crate::record::InputSource;
+use crate::record::request_id::HEADER;
+use crate::record::{InputSource, RequestId};
 use crate::summary::workload::WorkloadStats;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -31,6 +33,8 @@ pub struct Entry {
     pub output_tokens: u32,
     /// Where in `bytes` the salt's words are.
     pub salt: Option<Spot>,
+    /// Where the head's last CRLF (the blank line) starts: `x-request-id` goes there.
+    pub head_end: u32,
 }
 
 /// A salt's place in an entry's bytes.
@@ -57,6 +61,9 @@ pub struct Catalog {
     pub input_source: InputSource,
     /// The longest entry, bytes (found once: every lane sizes its send buffer by it).
     max_bytes: usize,
+    /// The run id every request's `x-request-id` starts with; `None`: none is sent
+    /// (`Plan::sent_run_id`). Inline, so each worker's clone is its own.
+    run_id: Option<RunId>,
 }
 
 impl Catalog {
@@ -111,12 +118,16 @@ impl Catalog {
                     input_tokens: p.input_tokens,
                     output_tokens: p.max_tokens,
                     salt: spot,
+                    head_end: head_len - 2,
                 }
             })
             .collect();
         let max_bytes = entries.iter().map(|e| e.bytes.len()).max().unwrap_or(0);
+        let run_id = plan.sent_run_id();
         Catalog {
-            max_bytes,
+            // `x-request-id: <run>-<20 digits>\r\n` at most.
+            max_bytes: max_bytes + run_id.map_or(0, |r| HEADER.len() + r.as_str().len() + 25),
+            run_id,
             entries: entries.into(),
             salt: salt.map(Arc::new),
             nonce: plan.workload.prompt_nonce.unwrap_or(0),
@@ -131,21 +142,44 @@ impl Catalog {
         }
     }
 
-    /// The bytes of request `id` into `out` (cleared first): its entry, with its own salt
-    /// (digits of `id + nonce`) when salted. Returns the entry.
+    /// The bytes of request `id` into `out` (cleared first): its entry, with its own
+    /// `x-request-id` (`request_id(id)`) as the head's last header, and its own salt (digits
+    /// of `id + nonce`) when salted. Returns the entry.
     #[inline]
     pub fn write(&self, id: u64, out: &mut Vec<u8>) -> &Entry {
         let e = self.get(id);
         out.clear();
-        out.extend_from_slice(&e.bytes);
+        let shift = match self.request_id(id) {
+            None => {
+                out.extend_from_slice(&e.bytes);
+                0
+            }
+            Some(rid) => {
+                let (head, rest) = e.bytes.split_at(e.head_end as usize);
+                out.extend_from_slice(head);
+                out.extend_from_slice(HEADER.as_bytes());
+                out.extend_from_slice(b": ");
+                rid.write(out);
+                out.extend_from_slice(b"\r\n");
+                let shift = out.len() - head.len();
+                out.extend_from_slice(rest);
+                shift
+            }
+        };
         if let (Some(spot), Some(pool)) = (e.salt, &self.salt) {
             pool.write(
                 id.wrapping_add(self.nonce),
                 spot.words,
-                &mut out[spot.at as usize..],
+                &mut out[spot.at as usize + shift..],
             );
         }
         e
+    }
+
+    /// What request `id` carries as `x-request-id`; `None` when the run sends none of ours.
+    #[inline]
+    pub fn request_id(&self, id: u64) -> Option<RequestId> {
+        self.run_id.map(|run| RequestId { run, n: id })
     }
 
     /// A zeroed count of the prompts a run sends, for the collector.
@@ -363,6 +397,74 @@ mod tests {
         let prompt = body["messages"][0]["content"].as_str().unwrap();
         assert_eq!(prompt.split(' ').count(), 7);
         assert_eq!(auth.as_deref(), Some(&b"Bearer sk-x"[..]));
+    }
+
+    /// The `x-request-id` of a written request, and its body.
+    fn id_and_body(out: &[u8]) -> (Option<String>, Vec<u8>) {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let httparse::Status::Complete(head_len) = req.parse(out).unwrap() else {
+            panic!("head incomplete")
+        };
+        let id = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("x-request-id"))
+            .map(|h| String::from_utf8(h.value.to_vec()).unwrap());
+        let length = req
+            .headers
+            .iter()
+            .find(|h| h.name == "Content-Length")
+            .map(|h| {
+                std::str::from_utf8(h.value)
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            });
+        assert_eq!(
+            length,
+            Some(out.len() - head_len),
+            "Content-Length is the body's"
+        );
+        (id, out[head_len..].to_vec())
+    }
+
+    #[test]
+    fn every_request_carries_its_own_id_and_salt_unless_told_not_to() {
+        let mut plan = Plan::defaults();
+        plan.input_tokens = 20;
+        plan.workload.prompt_nonce = Some(5);
+        let prepared = prepare(&plan).unwrap();
+        let unsent = Catalog::build(&plan, &prepared, "h:1", "m");
+        plan.run_id = Some("t.x-1".into());
+        let sent = Catalog::build(&plan, &prepared, "h:1", "m");
+        let (mut a, mut b) = (vec![], vec![]);
+        for id in [0, 9, 101, 123_456_789, u64::MAX] {
+            unsent.write(id, &mut a);
+            sent.write(id, &mut b);
+            let (none, body_a) = id_and_body(&a);
+            let (rid, body_b) = id_and_body(&b);
+            assert_eq!(none, None);
+            assert_eq!(rid, Some(format!("t.x-1-{id}")));
+            assert_eq!(
+                sent.request_id(id).unwrap().to_string(),
+                format!("t.x-1-{id}")
+            );
+            // The salt landed in the same place of the body, after the longer head.
+            assert_eq!(body_a, body_b, "id {id}");
+            assert!(b.len() <= sent.max_request_bytes());
+        }
+        plan.request_id = false;
+        assert_eq!(
+            Catalog::build(&plan, &prepared, "h:1", "m").request_id(3),
+            None
+        );
+        plan.request_id = true;
+        plan.headers = vec![("X-Request-ID".into(), "mine".into())];
+        let users = Catalog::build(&plan, &prepared, "h:1", "m");
+        assert_eq!(users.request_id(3), None, "the user's header wins");
+        users.write(3, &mut b);
+        assert_eq!(id_and_body(&b).0.as_deref(), Some("mine"));
     }
 
     #[test]

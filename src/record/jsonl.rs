@@ -11,7 +11,7 @@
 //! # Format (one JSON object per line, one line per record, warm-up included)
 //!
 //! ```text
-//! {"id":7,"worker":0,"warmup":false,"outcome":"ok","status":200,
+//! {"id":7,"request_id":"5f3a9c01-7","server_request_id":"5f3a9c01-7","worker":0,"warmup":false,"outcome":"ok","status":200,
 //!  "intended_ns":1000,"sent_ns":1200,"head_ns":5000,"first_token_ns":9000,
 //!  "first_output_ns":9000,"last_token_ns":19000,"done_ns":19500,
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
@@ -21,6 +21,11 @@
 //! ```
 //!
 //! - Every stamp is integer nanoseconds on the run clock; `null` means it did not happen.
+//! - `request_id` is the `x-request-id` the request carried, `<run id>-<id>` (the run id is
+//!   `summary.json`'s `config.run_id`), `null` when none of ours went out (`--no-request-id`, a
+//!   `--header` of that name, or never sent); `server_request_id` is the `x-request-id` the
+//!   server's response head carried (the same when it echoes ours, its own when it made one),
+//!   `null` when it sent none. Lines without them (written before they existed) read as `null`.
 //! - `outcome` is `Outcome::name` (`ok`, `not_sent`, `cancelled`, `http_status`, …);
 //!   `status` is the HTTP status (0 when no head arrived).
 //! - `input_source` is `tokenizer` (the client tokenizer's exact count) or `approximate` (one
@@ -59,6 +64,25 @@ pub fn parse_line(text: &str, rec: &mut Record) -> Result<(), String> {
 pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     push(buf, "{\"id\":");
     push_u64(buf, r.id);
+    key(buf, "request_id");
+    match &r.request_id {
+        Some(id) => {
+            buf.push(b'"');
+            id.write(buf);
+            buf.push(b'"');
+        }
+        None => push(buf, "null"),
+    }
+    key(buf, "server_request_id");
+    match r.server_request_id.is_empty() {
+        // Visible ASCII without `"` or `\` (`request_id::keep_echo`): nothing to escape.
+        false => {
+            buf.push(b'"');
+            buf.extend_from_slice(&r.server_request_id);
+            buf.push(b'"');
+        }
+        true => push(buf, "null"),
+    }
     key_u64(buf, "worker", r.worker.into());
     push(
         buf,
@@ -269,9 +293,18 @@ mod tests {
             usage,
             counts,
             proptest::collection::vec(arb_event(), 0..6),
+            (
+                proptest::option::of(("[A-Za-z0-9._-]{1,23}", any::<u64>())),
+                "[!#-\\[\\]-~]{0,40}",
+            ),
         )
-            .prop_map(|(ids, kinds, st, us, c, events)| Record {
+            .prop_map(|(ids, kinds, st, us, c, events, rid)| Record {
                 id: ids.0,
+                request_id: rid.0.map(|(run, n)| crate::record::RequestId {
+                    run: crate::record::RunId::new(&run).unwrap(),
+                    n,
+                }),
+                server_request_id: rid.1.into_bytes(),
                 worker: ids.1,
                 warmup: ids.2 || ids.3,
                 warmup_by: crate::record::WarmupBy {

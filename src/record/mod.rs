@@ -5,6 +5,10 @@
 //! means "did not happen". Failures are data: every record ends in exactly one `Outcome`.
 
 pub mod jsonl;
+pub mod request_id;
+
+pub use crate::plan::RunId;
+pub use request_id::RequestId;
 
 use serde::{Deserialize, Serialize};
 
@@ -304,6 +308,18 @@ impl<'de> Deserialize<'de> for WarmupBy {
 pub struct Record {
     /// Arrival index in the global schedule (closed loop: claim order).
     pub id: u64,
+    /// What the request sent as `x-request-id` (`<run id>-<id>`); `None`: no id of ours went
+    /// out (`--no-request-id`, a user `--header` of that name, or never sent). Logs written
+    /// before it existed lack it.
+    #[serde(default)]
+    pub request_id: Option<RequestId>,
+    /// The `x-request-id` the server's response head carried (vLLM with
+    /// `--enable-request-id-headers`, most gateways), as sent back — ours, or the server's own
+    /// when it made one; empty when it sent none (written `null`). Cut to
+    /// `request_id::MAX_ECHO_BYTES`; bytes other than visible ASCII kept as `?`. Its buffer is
+    /// recycled with the events'.
+    #[serde(default, with = "echo_serde")]
+    pub server_request_id: Vec<u8>,
     /// Index of the worker that ran it.
     pub worker: u16,
     /// Excluded from every figure (by `--warmup-requests` or `--warmup-duration`).
@@ -371,9 +387,53 @@ pub struct Spare {
     pub events: Vec<EventStamp>,
     /// The text buffer, emptied, its capacity kept.
     pub text: Vec<u8>,
+    /// The echoed request id's buffer, emptied, its capacity kept.
+    pub server_request_id: Vec<u8>,
+}
+
+/// `Record::server_request_id` as a JSON string, or `null` when empty.
+mod echo_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match v.is_empty() {
+            true => s.serialize_none(),
+            // `keep_echo` kept visible ASCII only.
+            false => s.serialize_str(&String::from_utf8_lossy(v)),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?
+            .map(String::into_bytes)
+            .unwrap_or_default())
+    }
+}
+
+impl Spare {
+    /// Fresh buffers, room for `events` events.
+    pub fn with_events(events: usize) -> Spare {
+        Spare {
+            events: Vec::with_capacity(events),
+            ..Spare::default()
+        }
+    }
 }
 
 impl Record {
+    /// The record's buffers, taken out and emptied for the next record (capacity kept).
+    pub fn take_spare(&mut self) -> Spare {
+        let mut spare = Spare {
+            events: std::mem::take(&mut self.events),
+            text: std::mem::take(&mut self.text),
+            server_request_id: std::mem::take(&mut self.server_request_id),
+        };
+        spare.events.clear();
+        spare.text.clear();
+        spare.server_request_id.clear();
+        spare
+    }
+
     /// The events that carry at least one generated token.
     pub fn token_events(&self) -> impl Iterator<Item = &EventStamp> {
         self.events.iter().filter(|e| e.carries_token())

@@ -7,7 +7,6 @@ use super::workers::Started;
 use super::Observer;
 use crate::collector::Collector;
 use crate::prepare::WorkloadTally;
-use crate::record::Spare;
 use crate::worker::Shared;
 use crossbeam_channel::TryRecvError;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,13 +92,7 @@ fn drain(
                 collector.add_from_worker(&mut rec);
                 tally.add(&rec);
                 observer.on_record(&rec);
-                let mut spare = Spare {
-                    events: std::mem::take(&mut rec.events),
-                    text: std::mem::take(&mut rec.text),
-                };
-                spare.events.clear();
-                spare.text.clear();
-                let _ = run.recycle.try_send(spare);
+                let _ = run.recycle.try_send(rec.take_spare());
                 taken += 1;
             }
             Err(TryRecvError::Empty) => return (taken, true),

@@ -215,10 +215,13 @@ fn finish(
     Ok(summary)
 }
 
-/// The plan as run: a salted workload without `--prompt-nonce` gets a random nonce, which
-/// the summary's `config` then records.
+/// The plan as run: a salted workload without `--prompt-nonce` gets a random nonce, and a
+/// plan without `--run-id` a random run id, which the summary's `config` then records.
 fn with_nonce(plan: &Plan) -> Plan {
     let mut plan = plan.clone();
+    if plan.run_id.is_none() {
+        plan.run_id = Some(crate::plan::RunId::from_bits(rand::random()).to_string());
+    }
     let w = &mut plan.workload;
     if w.prompt_salt && w.prompt_nonce.is_none() {
         w.prompt_nonce = Some(rand::random());

@@ -167,6 +167,9 @@ struct Conn {
     /// One event's (or body's) bytes before chunk framing.
     ev: Vec<u8>,
     model: String,
+    /// The `x-request-id` line every response to the request now served carries (empty:
+    /// none, `request_id_headers` off).
+    echo: Vec<u8>,
     /// A `100 Continue` went out for the request now being received.
     continued: bool,
     /// When the last read returned: every request served before the next read was
@@ -195,6 +198,7 @@ impl Conn {
             wbuf: Vec::with_capacity(4096),
             ev: Vec::with_capacity(512),
             model: String::new(),
+            echo: Vec::new(),
             continued: false,
             read_ns: 0,
         }
@@ -273,6 +277,14 @@ impl Conn {
     }
 
     async fn dispatch(&mut self, head: Head, arrival_ns: u64) -> Result<(), ConnEnd> {
+        if self.shared.settings.sim.request_id_headers {
+            let value = head
+                .request_id
+                .and_then(|(at, n)| self.rbuf.get(at..at + n));
+            let seq = self.shared.next_seq.get();
+            self.shared.next_seq.set(seq.wrapping_add(1));
+            format::request_id_line(&mut self.echo, value, seq);
+        }
         match head.route {
             Route::Completion(api) => self.completion(api, head, arrival_ns).await,
             Route::Models => {
@@ -368,7 +380,7 @@ impl Conn {
             self.sleep_until(due(next)).await?;
             let now = mono_ns();
             if next == 0 {
-                format::stream_head(&mut self.wbuf, close, reply.flavor);
+                format::stream_head(&mut self.wbuf, close, reply.flavor, &self.echo);
                 if plan.api == Api::Chat {
                     format::role_event(&mut self.ev, &reply, now);
                     self.push_event();
@@ -448,7 +460,7 @@ impl Conn {
 
     /// Sends `self.ev` as a whole `Content-Length` body.
     async fn reply_ev(&mut self, status: Status, close: bool) -> Result<(), ConnEnd> {
-        format::fixed_response(&mut self.wbuf, status, &self.ev, close);
+        format::fixed_response(&mut self.wbuf, status, &self.ev, close, &self.echo);
         self.write_out().await
     }
 

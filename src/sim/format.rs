@@ -52,13 +52,34 @@ connection: close\r\n\r\n";
 const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
 const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
-pub(crate) fn stream_head(out: &mut Vec<u8>, close: bool, flavor: Flavor) {
-    out.extend_from_slice(match (flavor, close) {
+/// The streamed answer's head, with the `extra` header lines (each ending in CRLF) last.
+pub(crate) fn stream_head(out: &mut Vec<u8>, close: bool, flavor: Flavor, extra: &[u8]) {
+    let head = match (flavor, close) {
         (Flavor::Vllm, true) => STREAM_HEAD_CLOSE,
         (Flavor::Vllm, false) => STREAM_HEAD,
         (Flavor::LlamaCpp, true) => llama_cpp::HEAD_CLOSE,
         (Flavor::LlamaCpp, false) => llama_cpp::HEAD,
-    });
+    };
+    if extra.is_empty() {
+        out.extend_from_slice(head);
+    } else {
+        // Every head literal ends in the blank line's CRLF.
+        out.extend_from_slice(&head[..head.len() - 2]);
+        out.extend_from_slice(extra);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The `x-request-id` header line a response carries: the request's own `value`, or, when it
+/// sent none, 16 hex digits of `seq`.
+pub(crate) fn request_id_line(out: &mut Vec<u8>, value: Option<&[u8]>, seq: u64) {
+    out.clear();
+    out.extend_from_slice(b"x-request-id: ");
+    match value {
+        Some(v) => out.extend_from_slice(v),
+        None => put_hex16(out, seq),
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends `ev` as one HTTP/1.1 chunk.
@@ -258,8 +279,20 @@ impl Status {
 }
 
 /// A complete `Content-Length` response: head then `body`.
-pub(crate) fn fixed_response(out: &mut Vec<u8>, status: Status, body: &[u8], close: bool) {
+/// `extra`: header lines (each ending in CRLF) written after the others.
+pub(crate) fn fixed_response(
+    out: &mut Vec<u8>,
+    status: Status,
+    body: &[u8],
+    close: bool,
+    extra: &[u8],
+) {
     typed_response(out, status, b"application/json", body, close);
+    if !extra.is_empty() {
+        // Before the blank line that ends the head (`typed_response` wrote `\r\n\r\n`).
+        let at = out.len() - body.len() - 2;
+        out.splice(at..at, extra.iter().copied());
+    }
 }
 
 /// The Prometheus text exposition format's content type (version 0.0.4).
@@ -640,7 +673,7 @@ pub(super) mod tests {
     #[test]
     fn fixed_response_head() {
         let mut out = vec![];
-        fixed_response(&mut out, Status::Ok, b"{}", true);
+        fixed_response(&mut out, Status::Ok, b"{}", true, b"");
         assert_eq!(
             text(&out),
             "HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\ncontent-type: application/json\r\n\

@@ -50,6 +50,8 @@ pub(crate) struct Head {
     pub close: bool,
     /// `Expect: 100-continue` (curl sends it for bodies over 1 KiB, then waits a second).
     pub expect_continue: bool,
+    /// Where the first `x-request-id` value is in the request's bytes: (offset, length).
+    pub request_id: Option<(usize, usize)>,
 }
 
 /// Why a request could not be read; each is answered with an error status and a close,
@@ -80,7 +82,15 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     let mut body_len = 0usize;
     let mut close = req.version == Some(0);
     let mut expect_continue = false;
+    let mut request_id = None;
     for h in req.headers.iter() {
+        if request_id.is_none() && h.name.eq_ignore_ascii_case("x-request-id") {
+            // httparse's value is a slice of `buf`.
+            request_id = Some((
+                h.value.as_ptr() as usize - buf.as_ptr() as usize,
+                h.value.len(),
+            ));
+        }
         if h.name.eq_ignore_ascii_case("content-length") {
             body_len = parse_length(h.value)?;
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -98,6 +108,7 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
         body_len,
         close,
         expect_continue,
+        request_id,
     }))
 }
 

@@ -129,8 +129,10 @@ impl Conn {
             intended_ns: job.intended_ns,
             input_tokens: entry.input_tokens,
             input_source: s.catalog.input_source,
+            request_id: s.catalog.request_id(job.id),
             events: spare.events,
             text: spare.text,
+            server_request_id: spare.server_request_id,
             ..Default::default()
         };
         ctx.counters.borrow_mut().requests += 1;

@@ -196,10 +196,7 @@ impl Ctx {
             return v;
         }
         self.counters.borrow_mut().event_vecs_allocated += 1;
-        Spare {
-            events: Vec::with_capacity(event_capacity(&self.setup.catalog)),
-            text: Vec::new(),
-        }
+        Spare::with_events(event_capacity(&self.setup.catalog))
     }
 
     /// Moves whenever the worker does work: the pacer's idle test (see `Pacer::until`).
@@ -237,10 +234,7 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     let cpu_start_ns = crate::rt::clock::thread_cpu_ns();
     let wall_start_ns = setup.clock.now_ns();
     let free = (0..PREALLOCATED_EVENT_VECS)
-        .map(|_| Spare {
-            events: Vec::with_capacity(event_capacity(&setup.catalog)),
-            text: Vec::new(),
-        })
+        .map(|_| Spare::with_events(event_capacity(&setup.catalog)))
         .collect();
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),

@@ -108,6 +108,10 @@ impl ResponseSink for RecordSink<'_> {
         self.rec.head_ns = Some(self.at_ns);
     }
 
+    fn request_id(&mut self, value: &[u8]) {
+        crate::record::request_id::keep_echo(&mut self.rec.server_request_id, value);
+    }
+
     fn event(&mut self, ev: &EventInfo) {
         self.events += 1;
         self.state.error_event |= ev.error;

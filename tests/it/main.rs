@@ -25,6 +25,7 @@ mod osl;
 mod outputs;
 mod parser_fixtures;
 mod records;
+mod request_ids;
 mod rx_timestamps;
 mod scrape;
 mod secrets;

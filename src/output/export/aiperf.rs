@@ -107,7 +107,9 @@ fn jsonl_line(r: &Record) -> Value {
     json!({
         "metadata": {
             "session_num": r.id,
-            "x_request_id": r.id.to_string(),
+            // What the request carried as x-request-id (AIPerf sends its own as that
+            // header too); the arrival index when none of ours went out.
+            "x_request_id": r.request_id.map_or_else(|| r.id.to_string(), |id| id.to_string()),
             "x_correlation_id": r.id.to_string(),
             "conversation_id": r.id.to_string(),
             "turn_index": 0,

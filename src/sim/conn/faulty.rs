@@ -121,7 +121,7 @@ impl Conn {
     /// The stream head, the chat role event and `tokens` one-token events, into `wbuf`.
     fn stream_start(&mut self, plan: &Plan, reply: &Reply<'_>, tokens: u32) {
         let now = mono_ns();
-        format::stream_head(&mut self.wbuf, false, reply.flavor);
+        format::stream_head(&mut self.wbuf, false, reply.flavor, &self.echo);
         if plan.api == Api::Chat {
             format::role_event(&mut self.ev, reply, now);
             self.push_event();
