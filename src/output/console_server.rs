@@ -96,7 +96,20 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
         let Some(h) = s.histograms.get(key) else {
             continue;
         };
-        let mut value = format!("{} / {}", n(h.p50_ms, 2), n(h.p99_ms, 2));
+        let mark = |k: &str| match h.coarse.iter().any(|c| c == k) {
+            true => "~",
+            false => "",
+        };
+        let mut value = format!(
+            "{}{} / {}{}",
+            mark("p50_ms"),
+            n(h.p50_ms, 2),
+            mark("p99_ms"),
+            n(h.p99_ms, 2)
+        );
+        if !h.coarse.is_empty() {
+            value.push_str(&format!(" (mean {})", n(h.mean_ms, 2)));
+        }
         let (p50, p99) = (
             s.client_minus_server.get(&format!("{key}_p50_ms")),
             s.client_minus_server.get(&format!("{key}_p99_ms")),
@@ -121,6 +134,7 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "  (server percentiles interpolated within the server's histogram buckets)"
+        "  (server percentiles interpolated within the server's histogram buckets; ~: from a \
+         bucket wider than the value, the mean beside it is exact)"
     )
 }

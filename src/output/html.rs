@@ -72,10 +72,31 @@ fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<(String, Chart
             plot::cdf_chart_from_histogram("ITL", &itl),
         ));
     }
-    for (i, c) in plot::timeline_charts(summary).into_iter().enumerate() {
+    let mut timeline = plot::timeline_charts(summary);
+    let server = server_scrapes(run_dir)
+        .map(|s| plot::server_timeline_charts(&s))
+        .unwrap_or_default();
+    // The server's gauges right under the client's TTFT and ITL, on the same time axis.
+    let at = timeline
+        .iter()
+        .position(|c| c.title.starts_with(plot::LATENCY_TIMELINE))
+        .map_or(timeline.len(), |i| i + 1);
+    let n = server.len();
+    timeline.splice(at..at, server);
+    if n > 0 {
+        plot::share_x(&mut timeline);
+    }
+    for (i, c) in timeline.into_iter().enumerate() {
         charts.push((format!("timeline_{i}"), c));
     }
     charts
+}
+
+/// The run's scrapes of the server's metrics, when it has them (`server_metrics.jsonl`).
+fn server_scrapes(run_dir: &Path) -> Option<Vec<crate::scrape::Scrape>> {
+    use crate::scrape::{join::FILE_NAME, jsonl, scraper::DEFAULT_MAX_SCRAPES};
+    let back = jsonl::read_file(&run_dir.join(FILE_NAME), 2 * DEFAULT_MAX_SCRAPES).ok()?;
+    Some(back.scrapes)
 }
 
 fn plots_div(svgs: &[String]) -> String {

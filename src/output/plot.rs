@@ -6,6 +6,7 @@
 //! system. Reads finished results only; never prints.
 
 use crate::collector::new_histogram;
+use crate::scrape::{Concept, Kind, Scrape, Unit};
 use crate::summary::study::{Axis, Sweep};
 use hdrhistogram::Histogram;
 use std::path::Path;
@@ -28,6 +29,8 @@ pub struct Chart {
     pub vlines: Vec<(String, f64)>,
     /// A logarithmic x axis (linear when the x range does not start above 0).
     pub log_x: bool,
+    /// The x axis' range, when it must match other charts' (`share_x`); `None`: the data's.
+    pub x_range: Option<(f64, f64)>,
 }
 
 /// A chart that could not be drawn or encoded: its title and why.
@@ -63,6 +66,7 @@ impl Chart {
             (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
         };
         let (x0, x1) = fold(&xs)?;
+        let (x0, x1) = self.x_range.unwrap_or((x0, x1));
         let (_, y1) = fold(&ys)?;
         // All x equal (a CDF of identical samples): centre them rather than draw on the axis.
         let (x0, x1) = if x1 > x0 {
@@ -190,6 +194,7 @@ pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
         hlines,
         vlines,
         log_x: wide(s),
+        x_range: None,
     }
 }
 
@@ -265,6 +270,9 @@ pub fn cdf_chart_from_histogram(name: &str, h: &Histogram<u64>) -> Chart {
     }
 }
 
+/// The title of the client's latency timeline (the server's gauges are drawn under it).
+pub const LATENCY_TIMELINE: &str = "TTFT and ITL over time";
+
 /// Per-interval timeline charts from a summary's `timeseries` (`{interval_s, points: [...]}`,
 /// as the collector writes it; a bare array of rows is read too): request rate and mean
 /// requests in flight; TTFT and ITL p50/p99; output tokens per second. Every numeric field of
@@ -325,7 +333,7 @@ pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
             "req/s · requests",
             series_of(&|k| !is_ms(k) && !is_tokens(k)),
         ),
-        mk("TTFT and ITL over time", "ms", series_of(&is_ms)),
+        mk(LATENCY_TIMELINE, "ms", series_of(&is_ms)),
         mk(
             "Output tokens over time",
             "tokens / s",
@@ -338,9 +346,152 @@ pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
     .collect()
 }
 
+/// The server's gauges over the run, from its scrapes (`server_metrics.jsonl`): one chart per
+/// unit of the gauge concepts of `scrape::engines` (running and waiting requests; KV-cache
+/// usage in %). Each scrape is drawn at the middle of its request, in seconds on the run
+/// clock, the client's timeline's time axis. With several URLs each gets its own series. A
+/// chart needs a series with two scrapes.
+pub fn server_timeline_charts(scrapes: &[Scrape]) -> Vec<Chart> {
+    let mut urls: Vec<&str> = scrapes.iter().map(|s| s.url.as_str()).collect();
+    urls.sort_unstable();
+    urls.dedup();
+    let gauges = || Concept::ALL.into_iter().filter(|c| c.kind() == Kind::Gauge);
+    let mut units: Vec<Unit> = gauges().map(Concept::unit).collect();
+    units.dedup();
+    units
+        .into_iter()
+        .map(|unit| {
+            let (scale, y_label) = match unit {
+                Unit::Fraction => (100.0, "%".to_string()),
+                other => (1.0, other.key().to_string()),
+            };
+            let mut series = vec![];
+            for c in gauges().filter(|c| c.unit() == unit) {
+                for url in &urls {
+                    let pts: Vec<(f64, f64)> = scrapes
+                        .iter()
+                        .filter(|s| s.url == *url)
+                        .filter_map(|s| {
+                            let mid_ns = s.start_ns / 2 + s.end_ns / 2;
+                            Some((mid_ns as f64 / 1e9, s.value(c)? * scale))
+                        })
+                        .collect();
+                    let name = match urls.len() {
+                        1 => c.key().to_string(),
+                        _ => format!("{} ({url})", c.key()),
+                    };
+                    series.push((name, pts));
+                }
+            }
+            let titles: Vec<&str> = gauges()
+                .filter(|c| c.unit() == unit)
+                .map(Concept::title)
+                .collect();
+            Chart {
+                title: format!("Server (scraped): {}", titles.join(", ")),
+                x_label: "time into the run (s)".into(),
+                y_label,
+                series,
+                ..Chart::default()
+            }
+        })
+        .filter(|c| c.series.iter().any(|s| s.1.len() >= 2))
+        .collect()
+}
+
+/// Gives `charts` one x axis: the union of their data's x ranges.
+pub fn share_x(charts: &mut [Chart]) {
+    let ranges: Vec<(f64, f64)> = charts
+        .iter()
+        .filter_map(|c| {
+            Chart {
+                x_range: None,
+                ..c.clone()
+            }
+            .ranges()
+            .map(|r| r.0)
+        })
+        .collect();
+    let lo = ranges.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+    let hi = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
+    if lo.is_finite() && hi.is_finite() && hi > lo {
+        charts.iter_mut().for_each(|c| c.x_range = Some((lo, hi)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scrape(url: &str, start_ns: u64, running: f64, kv: Option<f64>) -> Scrape {
+        let mut values = std::collections::BTreeMap::new();
+        values.insert(Concept::Running, running);
+        values.insert(Concept::Waiting, running / 2.0);
+        if let Some(kv) = kv {
+            values.insert(Concept::KvCacheUsage, kv);
+        }
+        Scrape {
+            start_ns,
+            end_ns: start_ns + 2_000_000,
+            url: url.into(),
+            phase: crate::scrape::Phase::Measure,
+            round: 0,
+            mark: false,
+            error: None,
+            page: Some(crate::scrape::Page {
+                values,
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn the_servers_gauges_are_drawn_per_unit_on_the_run_clock() {
+        let one = [
+            scrape("u", 0, 1.0, Some(0.25)),
+            scrape("u", 1_000_000_000, 3.0, None),
+            scrape("u", 2_000_000_000, 2.0, Some(0.5)),
+        ];
+        let charts = server_timeline_charts(&one);
+        assert_eq!(charts.len(), 2, "requests, then the KV-cache share");
+        let names: Vec<&str> = charts[0].series.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(names, ["running", "waiting"]);
+        assert_eq!(
+            charts[0].series[0].1,
+            [(0.001, 1.0), (1.001, 3.0), (2.001, 2.0)]
+        );
+        assert_eq!(charts[1].y_label, "%");
+        assert_eq!(charts[1].series[0].1, [(0.001, 25.0), (2.001, 50.0)]);
+        let two = [
+            one[0].clone(),
+            scrape("v", 5, 1.0, None),
+            one[1].clone(),
+            scrape("v", 7, 2.0, None),
+        ];
+        let names: Vec<String> = server_timeline_charts(&two)[0]
+            .series
+            .iter()
+            .map(|s| s.0.clone())
+            .collect();
+        assert_eq!(
+            names,
+            ["running (u)", "running (v)", "waiting (u)", "waiting (v)"]
+        );
+        assert!(
+            server_timeline_charts(&one[..1]).is_empty(),
+            "one scrape is no line"
+        );
+        let mut shared = vec![
+            charts[0].clone(),
+            Chart {
+                series: vec![("x".into(), vec![(-1.0, 1.0), (0.5, 2.0)])],
+                ..Chart::default()
+            },
+        ];
+        share_x(&mut shared);
+        assert!(shared.iter().all(|c| c.x_range == Some((-1.0, 2.001))));
+        assert_eq!(shared[0].ranges().unwrap().0, (-1.0, 2.001));
+    }
 
     #[test]
     #[cfg(feature = "plot")]

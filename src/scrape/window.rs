@@ -264,6 +264,20 @@ fn window_hist(by_url: &[Vec<&Scrape>], c: Concept) -> Option<Hist> {
 /// bucket, whose value is then the highest finite bound. `None` without observations or
 /// finite buckets, or for `q` outside [0, 1].
 pub fn quantile(q: f64, h: &Hist) -> Option<(f64, bool)> {
+    locate(q, h).map(|at| (at.value, at.capped))
+}
+
+/// Where `quantile` found rank `q · count`: its value, and the bounds of the bucket it came
+/// from (`capped`: the `+Inf` bucket, `lower` its highest finite bound, `upper` infinite).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Located {
+    value: f64,
+    capped: bool,
+    lower: f64,
+    upper: f64,
+}
+
+fn locate(q: f64, h: &Hist) -> Option<Located> {
     let total = h.count?;
     let n = h.le.len().min(h.cum.len());
     let (le, cum) = (&h.le[..n], &h.cum[..n]);
@@ -271,11 +285,20 @@ pub fn quantile(q: f64, h: &Hist) -> Option<(f64, bool)> {
         return None;
     }
     let rank = q * total;
+    let at = |value, lower, upper| Located {
+        value,
+        capped: false,
+        lower,
+        upper,
+    };
     let Some(b) = cum.iter().position(|&c| c >= rank) else {
-        return Some((le[n - 1], true));
+        return Some(Located {
+            capped: true,
+            ..at(le[n - 1], le[n - 1], f64::INFINITY)
+        });
     };
     if b == 0 && le[0] <= 0.0 {
-        return Some((le[0], false));
+        return Some(at(le[0], le[0], le[0]));
     }
     let (start, below) = match b {
         0 => (0.0, 0.0),
@@ -283,12 +306,10 @@ pub fn quantile(q: f64, h: &Hist) -> Option<(f64, bool)> {
     };
     let in_bucket = cum[b] - below;
     if in_bucket <= 0.0 {
-        return Some((start, false));
+        return Some(at(start, start, le[b]));
     }
-    Some((
-        start + (le[b] - start) * ((rank - below) / in_bucket),
-        false,
-    ))
+    let value = start + (le[b] - start) * ((rank - below) / in_bucket);
+    Some(at(value, start, le[b]))
 }
 
 fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
@@ -310,9 +331,15 @@ fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
     }
     for p in asked {
         let key = format!("{}_ms", percentile_key(p));
-        let value = quantile(p / 100.0, h);
+        let at = locate(p / 100.0, h);
+        let value = at.map(|a| (a.value, a.capped));
         if value.is_some_and(|(_, capped)| capped) {
             out.capped.push(key.clone());
+        }
+        // A bucket wider than the value itself: the figure is where interpolation put it
+        // inside the bucket, not a measurement (vLLM's queue-time buckets begin at 300 ms).
+        if at.is_some_and(|a| !a.capped && a.upper - a.lower > a.value) {
+            out.coarse.push(key.clone());
         }
         if count.is_some_and(|n| n > 0 && is_small_sample(p, n)) {
             out.small_sample.push(key.clone());
@@ -399,6 +426,27 @@ mod tests {
             ..Hist::default()
         };
         assert_eq!(quantile(0.5, &sum_only), None);
+    }
+
+    #[test]
+    fn a_percentile_from_a_bucket_wider_than_itself_is_named_coarse() {
+        // vLLM's queue time: every observation at or below its first bound, 0.3 s.
+        let first = hist(&[0.3, 0.5, 0.8], &[40.0, 40.0, 40.0], 40.0, 0.002);
+        assert_eq!(quantile(0.5, &first), Some((0.15, false)));
+        let s = histogram_stats(&first, &[]);
+        assert_eq!(s.coarse, ["p50_ms", "p90_ms", "p99_ms"]);
+        assert!(
+            s.mean_ms.unwrap() < 0.1,
+            "the mean is exact: {:?}",
+            s.mean_ms
+        );
+        // Narrow buckets around the values: nothing is coarse.
+        let fine = hist(&[0.08, 0.1, 0.25], &[0.0, 50.0, 100.0], 100.0, 9.0);
+        assert!(histogram_stats(&fine, &[]).coarse.is_empty());
+        // Its p99 lies in (0.1, 0.25]: 0.15 wide, under the value 0.247.
+        let p99 = locate(0.99, &fine).unwrap();
+        assert_eq!((p99.lower, p99.upper), (0.1, 0.25));
+        assert!((p99.value - 0.247).abs() < 1e-12);
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub struct HistogramStats {
     /// Keys of percentiles from too few observations to mean much.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub small_sample: Vec<String>,
+    /// Keys of percentiles that came from a bucket wider than their own value: where the
+    /// interpolation put them inside it, not a measurement (all of vLLM's queue times under
+    /// its first bound, 300 ms, read as p50 150 ms); `mean_ms` is exact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub coarse: Vec<String>,
 }
 
 impl HistogramStats {

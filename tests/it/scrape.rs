@@ -102,6 +102,30 @@ fn pages_written_from_llama_cpp_sglang_and_tgi_give_their_concepts() {
     assert_eq!(count_sum(&l, Concept::PrefillTime), (None, Some(2.876)));
     assert_eq!(count_sum(&l, Concept::DecodeTime), (None, Some(41.305)));
     assert_eq!((l.families, l.raw_families), (12, 5));
+    assert!(
+        !l.values.contains_key(&Concept::PrefixCacheHits),
+        "no such family then"
+    );
+
+    // A later llama.cpp, captured: the prompt tokens are those processed and those reused.
+    let b = page_of("llamacpp-b11434.txt");
+    assert_eq!(b.engine, Some(Engine::LlamaCpp));
+    assert_eq!(value(&b, Concept::PromptTokens), 21.0 + 17.0);
+    assert_eq!(value(&b, Concept::PrefixCacheQueries), 21.0 + 17.0);
+    assert_eq!(value(&b, Concept::PrefixCacheHits), 17.0);
+    assert_eq!(value(&b, Concept::GenerationTokens), 16.0);
+    assert_eq!(value(&b, Concept::Running), 0.0);
+    assert!(
+        !b.values.contains_key(&Concept::KvCacheUsage),
+        "not exported any more"
+    );
+    assert_eq!(count_sum(&b, Concept::PrefillTime), (None, Some(0.027694)));
+    assert!(
+        !b.raw
+            .keys()
+            .any(|k| k.starts_with("llamacpp:prompt_tokens")),
+        "mapped"
+    );
 
     let s = page_of("sglang-00ae9c1.txt");
     assert_eq!(s.engine, Some(Engine::Sglang));
