@@ -120,11 +120,15 @@ fn pages_written_from_llama_cpp_sglang_and_tgi_give_their_concepts() {
         "not exported any more"
     );
     assert_eq!(count_sum(&b, Concept::PrefillTime), (None, Some(0.027694)));
+    for mapped in [
+        "llamacpp:prompt_tokens_total",
+        "llamacpp:prompt_tokens_cached_total",
+    ] {
+        assert!(!b.raw.contains_key(mapped), "{mapped} is mapped, not raw");
+    }
     assert!(
-        !b.raw
-            .keys()
-            .any(|k| k.starts_with("llamacpp:prompt_tokens")),
-        "mapped"
+        b.raw.contains_key("llamacpp:prompt_tokens_seconds"),
+        "a gauge kept raw"
     );
 
     let s = page_of("sglang-00ae9c1.txt");
