@@ -153,7 +153,8 @@ fn push(buf: &mut Vec<u8>, s: &str) {
     buf.extend_from_slice(s.as_bytes());
 }
 
-fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+/// `v` in decimal (also the request id's number: `request_id::RequestId::write`).
+pub(super) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

@@ -27,7 +27,7 @@ impl RequestId {
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.run.as_str().as_bytes());
         out.push(b'-');
-        push_decimal(out, self.n);
+        super::jsonl::push_u64(out, self.n);
     }
 
     /// `value` is exactly this id (what a server that echoes it sends back).
@@ -82,20 +82,6 @@ pub fn keep_echo(dst: &mut Vec<u8>, value: &[u8]) {
         0x21..=0x7e => b,
         _ => b'?',
     }));
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Plain decimal digits (no sign, no leading `+`, at most `u64::MAX`).
