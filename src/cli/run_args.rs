@@ -215,6 +215,15 @@ pub struct RunArgs {
     /// Do not probe or scrape the server's metrics.
     #[arg(long)]
     pub no_server_metrics: bool,
+    /// Instead of scraping /metrics, query this Prometheus server (http://host:9090) after
+    /// the run over the measured window, a step every --server-metrics-interval: for servers
+    /// behind a service, where one pod's /metrics is not the whole picture.
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// Label matchers merged into every --prometheus query, like '{pod=~"vllm-.*"}'
+    /// [default: none].
+    #[arg(long, value_name = "SEL")]
+    pub prometheus_selector: Option<String>,
 }
 
 /// `--pacer-spin-us`: `None` is auto; otherwise ns.
@@ -325,6 +334,8 @@ impl RunArgs {
                 enabled: !self.no_server_metrics,
                 urls: self.server_metrics.clone().unwrap_or_default(),
                 interval_ns: self.server_metrics_interval,
+                prometheus: self.prometheus.clone(),
+                prometheus_selector: self.prometheus_selector.clone(),
             },
             request_id: !self.no_request_id,
             run_id: self.run_id.clone(),
@@ -521,6 +532,82 @@ pub(crate) mod tests {
             &["--no-such-flag"],
         ] {
             assert!(plan(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn prometheus_flags_resolve_and_refuse_with_the_fix() {
+        let p = plan(&[
+            "--prometheus",
+            "http://prom:9090",
+            "--prometheus-selector",
+            "{pod=~\"vllm-.*\"}",
+            "--server-metrics-interval",
+            "500ms",
+        ])
+        .unwrap();
+        let m = &p.server_metrics;
+        assert_eq!(m.prometheus.as_deref(), Some("http://prom:9090"));
+        assert_eq!(m.prometheus_selector.as_deref(), Some("{pod=~\"vllm-.*\"}"));
+        assert_eq!(m.interval_ns, 500_000_000);
+        let cases: &[(&[&str], &[&str])] = &[
+            (
+                &[
+                    "--prometheus",
+                    "http://p:9090",
+                    "--server-metrics",
+                    "http://s/metrics",
+                ],
+                &["--prometheus", "--server-metrics", "give one"],
+            ),
+            (
+                &["--prometheus", "http://p:9090", "--no-server-metrics"],
+                &["--prometheus", "--no-server-metrics"],
+            ),
+            (&["--prometheus", "prom:9090"], &["--prometheus", "http://"]),
+            (
+                &["--prometheus", "http://p:x"],
+                &["--prometheus", "bad port"],
+            ),
+            (
+                &["--prometheus", "http://p/?a=1"],
+                &["--prometheus", "without a query"],
+            ),
+            (
+                &["--prometheus-selector", "{a=\"b\"}"],
+                &["--prometheus-selector", "needs --prometheus"],
+            ),
+        ];
+        for (args, wants) in cases {
+            let err = plan(args).unwrap_err();
+            for want in *wants {
+                assert!(err.contains(want), "{args:?}: {err}");
+            }
+        }
+        for sel in [
+            "pod=\"a\"",
+            "{pod=\"a\"",
+            "{a=\"}\"} }",
+            "{a=\"b}",
+            "vllm:x{a=\"b\"}",
+        ] {
+            let err = plan(&[
+                "--prometheus",
+                "http://p:9090",
+                "--prometheus-selector",
+                sel,
+            ])
+            .unwrap_err();
+            assert!(
+                err.contains("--prometheus-selector") && err.contains("{pod=~"),
+                "{sel}: {err}"
+            );
+        }
+        for sel in ["{}", " {a=\"}\",b!~'x\\'y'} ", "{a=~`\\d+`}"] {
+            assert!(
+                plan(&["--prometheus", "https://p", "--prometheus-selector", sel]).is_ok(),
+                "{sel}"
+            );
         }
     }
 

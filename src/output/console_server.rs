@@ -1,5 +1,6 @@
 //! Part of the report stage (… → summary → **output**): the console's "Server (scraped)"
 //! block — what the server's own metrics said over the measured window (`summary.server`),
+//! scraped directly or read from a Prometheus server (its source row says which),
 //! beside the client's figures. Like `console.rs` it only prints what the summary holds; it
 //! computes no figure but a ratio of two it shows.
 
@@ -13,17 +14,30 @@ pub(super) fn server_block(server: Option<&ServerSummary>, out: &mut impl Write)
         return Ok(());
     };
     writeln!(out, "{}", rule("Server (scraped)", '-'))?;
-    row(
-        out,
-        "Source:",
-        format!(
-            "{} · {} scrapes ({} failed) over {:.1} s",
-            s.engine.as_deref().unwrap_or("unknown engine"),
+    let engine = s.engine.as_deref().unwrap_or("unknown engine");
+    let source = match &s.prometheus {
+        None => format!(
+            "{engine} · {} scrapes ({} failed) over {:.1} s",
             s.scrapes_ok + s.scrapes_failed,
             s.scrapes_failed,
             s.window_s
         ),
-    )?;
+        Some(p) => format!(
+            "Prometheus {}{} · step {} s · {engine} · {} target{}, {} points ({} queries \
+             failed) over {:.1} s",
+            p.url,
+            p.selector
+                .as_deref()
+                .map_or(String::new(), |sel| format!(" {sel}")),
+            p.step_s,
+            p.targets.len(),
+            if p.targets.len() == 1 { "" } else { "s" },
+            s.scrapes_ok,
+            s.scrapes_failed,
+            s.window_s
+        ),
+    };
+    row(out, "Source:", source)?;
     gauges(s, out)?;
     counters(s, out)?;
     latencies(s, out)
@@ -137,4 +151,44 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
         "  (server percentiles interpolated within the server's histogram buckets; ~: from a \
          bucket wider than the value, the mean beside it is exact)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::server::PrometheusSource;
+
+    fn printed(s: &ServerSummary) -> String {
+        let mut out = Vec::new();
+        server_block(Some(s), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_source_row_says_scraped_or_prometheus() {
+        let mut s = ServerSummary {
+            source: "scrape".into(),
+            engine: Some("vllm".into()),
+            window_s: 60.0,
+            scrapes_ok: 61,
+            scrapes_failed: 1,
+            ..ServerSummary::default()
+        };
+        assert!(printed(&s).contains("vllm · 62 scrapes (1 failed) over 60.0 s"));
+        s.source = "prometheus".into();
+        s.prometheus = Some(PrometheusSource {
+            url: "http://prom:9090".into(),
+            selector: Some("{pod=~\"vllm-.*\"}".into()),
+            step_s: 1.0,
+            targets: vec!["{instance=\"a:1\",job=\"v\"}".into()],
+        });
+        let text = printed(&s);
+        assert!(
+            text.contains(
+                "Prometheus http://prom:9090 {pod=~\"vllm-.*\"} · step 1 s · vllm · 1 target, \
+                 61 points (1 queries failed) over 60.0 s"
+            ),
+            "{text}"
+        );
+    }
 }

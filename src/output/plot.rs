@@ -442,6 +442,7 @@ mod tests {
                 values,
                 ..Default::default()
             }),
+            prometheus: None,
         }
     }
 

@@ -9,7 +9,7 @@ pub mod workload;
 
 pub use run_id::RunId;
 pub use sim::SimSettings;
-pub use validate::{PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
+pub use validate::{selector_matchers, PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
 pub use workload::WorkloadSpec;
 
 use serde::{Deserialize, Serialize};
@@ -324,8 +324,15 @@ pub struct ServerMetricsSpec {
     /// target (or of the built-in simulator), scraped when one probe before the run finds
     /// Prometheus text there.
     pub urls: Vec<String>,
-    /// Time between scrapes, ns: 100 ms to 1 h (default 1 s).
+    /// Time between scrapes, ns: 100 ms to 1 h (default 1 s); with `prometheus`, the range
+    /// queries' step.
     pub interval_ns: u64,
+    /// Read the server's metrics after the run from this Prometheus server's query API, over
+    /// the measured window, instead of scraping them (`--prometheus URL`).
+    pub prometheus: Option<String>,
+    /// Label matchers merged into every Prometheus query, like `{pod=~"vllm-.*"}`
+    /// (`--prometheus-selector SEL`); `None`: none.
+    pub prometheus_selector: Option<String>,
 }
 
 /// Shortest `--server-metrics-interval`.
@@ -337,6 +344,8 @@ impl Default for ServerMetricsSpec {
             enabled: true,
             urls: vec![],
             interval_ns: 1_000_000_000,
+            prometheus: None,
+            prometheus_selector: None,
         }
     }
 }

@@ -27,6 +27,71 @@ pub const MAX_DURATION_NS: u64 = 7 * 24 * 3600 * 1_000_000_000;
 #[error("{0}")]
 pub struct PlanError(pub String);
 
+/// `--prometheus URL [--prometheus-selector SEL]`: one source of the server's metrics, an
+/// http(s) base URL, a selector in braces.
+fn check_prometheus(
+    m: &super::ServerMetricsSpec,
+    url: &str,
+    selector: Option<&str>,
+) -> Result<(), PlanError> {
+    if !m.urls.is_empty() {
+        return bad(format!(
+            "--prometheus and --server-metrics {} both say where the server's metrics come \
+             from: --prometheus queries a Prometheus server instead of scraping /metrics; give \
+             one of them",
+            m.urls.join(" ")
+        ));
+    }
+    if !m.enabled {
+        return bad(
+            "--prometheus with --no-server-metrics: give one of them (--no-server-metrics \
+                    reads no server metrics at all)",
+        );
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return bad(format!(
+            "--prometheus {url}: give the http:// or https:// base URL of a Prometheus server, \
+             like http://prometheus:9090"
+        ));
+    }
+    super::Target::parse(url).map_err(|e| PlanError(e.0.replace("--url", "--prometheus")))?;
+    if url.contains(['?', '#']) {
+        return bad(format!(
+            "--prometheus {url}: give the server's base URL without a query (ringbench adds \
+             /api/v1/query_range?...)"
+        ));
+    }
+    match selector {
+        Some(sel) if selector_matchers(sel).is_none() => bad(format!(
+            "--prometheus-selector {sel}: must look like {{label=\"value\",...}}, PromQL label \
+             matchers in braces without a metric name, e.g. '{{pod=~\"vllm-.*\"}}'"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The label matchers inside a selector `{…}` (trimmed; empty for `{}`), or `None` when it is
+/// not one: not in braces, a brace or an unclosed quote inside. The quotes are PromQL's (`"`,
+/// `'` with backslash escapes, and raw `` ` ``); what the matchers say is the Prometheus
+/// server's to judge.
+pub fn selector_matchers(sel: &str) -> Option<&str> {
+    let inner = sel.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in inner.chars() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(q) if c == '\\' && q != '`' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            None if matches!(c, '{' | '}') => return None,
+            None => {}
+        }
+    }
+    quote.is_none().then(|| inner.trim())
+}
+
 impl Plan {
     /// Checks every rule that involves more than one setting, and every bound, in the order a
     /// user would fix them. Reads the file system only to check that the files the plan names
@@ -58,7 +123,14 @@ impl Plan {
                 ));
             }
         }
-        Ok(())
+        match (&m.prometheus, &m.prometheus_selector) {
+            (Some(url), selector) => check_prometheus(m, url, selector.as_deref()),
+            (None, Some(_)) => bad(
+                "--prometheus-selector needs --prometheus URL (the Prometheus server whose \
+                 queries it narrows)",
+            ),
+            (None, None) => Ok(()),
+        }
     }
 
     fn check_run_id(&self) -> Result<(), PlanError> {

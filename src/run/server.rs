@@ -2,14 +2,17 @@
 //! URLs, or `<base>/metrics` when one probe before the run finds Prometheus text there), the
 //! scraping thread (`scrape::Scraper`, on a CPU no worker uses) started before the first
 //! request and marked at the phase boundaries — warm-up's end from the collector's loop,
-//! without waiting; the end after the last record — and its log handed back. It never prints:
-//! what it has to say is returned as notes.
+//! without waiting; the end after the last record — and its log handed back. With
+//! `--prometheus` nothing is scraped: the same boundaries are kept as run-clock stamps, and
+//! after the last record a Prometheus server is asked for the window
+//! (`scrape::prometheus::read`). It never prints: what it has to say is returned as notes.
 
 use super::endpoint::Endpoint;
 use crate::plan::Plan;
 use crate::rt::clock::RunClock;
+use crate::scrape::prometheus::{PromSettings, PromWindow};
 use crate::scrape::{GetOptions, Phase, ScrapeLog, ScrapeSettings, Scraper};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How long the probe before the run may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -24,6 +27,57 @@ pub(super) struct Scraping {
     warmup_ns: u64,
     /// Lines for the reader (whether the server's metrics are scraped, and why not).
     pub notes: Vec<String>,
+    /// `--prometheus`: read after the run instead.
+    prometheus: Option<Querying>,
+}
+
+/// A run whose server metrics a Prometheus server is asked for after it.
+struct Querying {
+    settings: PromSettings,
+    clock: RunClock,
+    /// Unix ns at run-clock 0.
+    wall_origin_ns: u64,
+    /// The measured window's start, run-clock ns (until warm-up's end: the run's start).
+    t0_ns: u64,
+}
+
+impl Querying {
+    fn new(plan: &Plan, url: &str, get: GetOptions, clock: &RunClock) -> Querying {
+        let spec = &plan.server_metrics;
+        let now_ns = clock.now_ns();
+        let wall_ns = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        Querying {
+            settings: PromSettings {
+                url: url.to_string(),
+                selector: spec.prometheus_selector.clone(),
+                interval_ns: spec.interval_ns,
+                get,
+                jsonl: plan
+                    .out_dir
+                    .as_ref()
+                    .map(|d| d.join(crate::scrape::join::FILE_NAME)),
+            },
+            clock: *clock,
+            wall_origin_ns: wall_ns.saturating_sub(now_ns),
+            t0_ns: now_ns,
+        }
+    }
+
+    /// What the run's reader is told before the first request.
+    fn note(&self) -> String {
+        let s = &self.settings;
+        format!(
+            "server metrics: read from Prometheus {}{} after the run, a step every {} ms (not \
+             scraped; the run waits a step for the last samples)",
+            s.url,
+            s.selector
+                .as_deref()
+                .map_or(String::new(), |sel| format!(" for {sel}")),
+            s.interval_ns / 1_000_000
+        )
+    }
 }
 
 /// `<base>/metrics` of the target, or of the built-in simulator.
@@ -53,6 +107,7 @@ impl Scraping {
             warmup_requests: plan.warmup_requests,
             warmup_ns: plan.warmup_duration_ns,
             notes: vec![],
+            prometheus: None,
         };
         let spec = &plan.server_metrics;
         if !spec.enabled {
@@ -63,6 +118,12 @@ impl Scraping {
             insecure: plan.insecure,
             max_body_bytes: 0,
         };
+        if let Some(url) = &spec.prometheus {
+            let q = Querying::new(plan, url, get, clock);
+            s.notes.push(q.note());
+            s.prometheus = Some(q);
+            return s;
+        }
         let every = format!("every {} ms", spec.interval_ns / 1_000_000);
         let urls = if spec.urls.is_empty() {
             let url = base_metrics_url(plan, ep);
@@ -134,12 +195,27 @@ impl Scraping {
             if let Some(s) = &self.scraper {
                 s.mark_nowait(Phase::Measure);
             }
+            if let Some(q) = &mut self.prometheus {
+                q.t0_ns = q.clock.now_ns();
+            }
         }
     }
 
     /// After the last record: the closing round, then the thread's log (`None` when nothing
-    /// was scraped).
+    /// was scraped); with `--prometheus`, the lines its queries gave.
     pub(super) fn finish(self) -> Option<ScrapeLog> {
+        if let Some(q) = self.prometheus {
+            let window = PromWindow {
+                t0_ns: q.t0_ns,
+                t1_ns: q.clock.now_ns(),
+                wall_origin_ns: q.wall_origin_ns,
+            };
+            return Some(crate::scrape::prometheus::read(
+                &q.settings,
+                window,
+                &q.clock,
+            ));
+        }
         let scraper = self.scraper?;
         scraper.mark(Phase::After);
         Some(scraper.stop())

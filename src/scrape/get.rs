@@ -4,8 +4,11 @@
 //! through rustls with the client config `http::tls` builds. Every `GET` has one deadline
 //! (connect, TLS handshake, write and every read together), a bound on the head and on the
 //! body, and must answer 200. It asks for the 0.0.4 text format (`Accept`), never for
-//! OpenMetrics, and no compression. Used only off the hot path (the scraping thread, a probe
-//! before the run); it may not print.
+//! OpenMetrics, and no compression. `get_any` is the same `GET` of another path on the same
+//! host (a Prometheus server's API), asking for JSON and handing back the body whatever the
+//! status (Prometheus answers a refused query with 400, 422 or 503 and a JSON error). Used
+//! only off the hot path (the scraping thread, a probe before the run, the Prometheus queries
+//! after it); it may not print.
 //!
 //! The response head is read with httparse and a chunked body with the crate's own
 //! `http::ChunkedDecoder`. `http::ResponseParser` is not used: it drives SSE and JSON
@@ -78,6 +81,22 @@ impl MetricsUrl {
             (_, port) => format!("{host}:{port}"),
         }
     }
+}
+
+/// What a page's `GET` accepts: the 0.0.4 text format, never OpenMetrics.
+const PAGE_ACCEPT: &str = "text/plain;version=0.0.4";
+/// What an API `GET` (`get_any`) accepts.
+const JSON_ACCEPT: &str = "application/json";
+
+/// The bytes of a `GET` of `path` on `url`'s host, asking for `accept` and no compression.
+fn request_for(url: &MetricsUrl, path: &str, accept: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ringbench/{}\r\n\
+         Accept: {accept}\r\nAccept-Encoding: identity\r\n\r\n",
+        url.authority(),
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
 }
 
 /// How `https://` URLs are checked, and the body bound.
@@ -204,6 +223,8 @@ pub struct Fetcher {
     tls: Option<Arc<ClientConfig>>,
     conn: Option<Conn>,
     request: Vec<u8>,
+    /// The path `request` asks for.
+    request_path: String,
     max_body: usize,
     head: Vec<u8>,
     body: Vec<u8>,
@@ -223,19 +244,13 @@ impl Fetcher {
             ),
             false => None,
         };
-        let request = format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: ringbench/{}\r\n\
-             Accept: text/plain;version=0.0.4\r\nAccept-Encoding: identity\r\n\r\n",
-            url.path,
-            url.authority(),
-            env!("CARGO_PKG_VERSION")
-        )
-        .into_bytes();
+        let request = request_for(&url, &url.path, PAGE_ACCEPT);
         let max_body = match opts.max_body_bytes {
             0 => DEFAULT_MAX_BODY_BYTES,
             n => n,
         };
         Ok(Fetcher {
+            request_path: url.path.clone(),
             url,
             tls,
             conn: None,
@@ -255,25 +270,48 @@ impl Fetcher {
 
     /// `GET` the page within `timeout`: its body as text (borrowed until the next call).
     pub fn get(&mut self, timeout: Duration) -> Result<&str, ScrapeError> {
+        if self.request_path != self.url.path {
+            self.request = request_for(&self.url, &self.url.path, PAGE_ACCEPT);
+            self.request_path.clone_from(&self.url.path);
+        }
+        self.exchange(timeout, false)?;
+        std::str::from_utf8(&self.body)
+            .map_err(|_| ScrapeError::NotPrometheus("the body is not UTF-8".into()))
+    }
+
+    /// `GET path` (path and query, already percent-encoded) on the URL's host within
+    /// `timeout`, asking for JSON: the status and the body as text, whatever the status.
+    pub fn get_any(&mut self, path: &str, timeout: Duration) -> Result<(u16, &str), ScrapeError> {
+        if self.request_path != path {
+            self.request = request_for(&self.url, path, JSON_ACCEPT);
+            self.request_path = path.to_string();
+        }
+        let status = self.exchange(timeout, true)?;
+        let text = std::str::from_utf8(&self.body)
+            .map_err(|_| ScrapeError::NotApi("the body is not UTF-8".into()))?;
+        Ok((status, text))
+    }
+
+    /// The request, once more on a fresh connection when a kept-alive one turned out closed;
+    /// the final status.
+    fn exchange(&mut self, timeout: Duration, any_status: bool) -> Result<u16, ScrapeError> {
         let deadline = Deadline {
             at: Instant::now() + timeout,
             timeout,
         };
         let reused = self.conn.is_some();
-        let mut result = self.attempt(deadline);
+        let mut result = self.attempt(deadline, any_status);
         if let Err(Failed { stale: true, .. }) = result {
             if reused {
-                result = self.attempt(deadline);
+                result = self.attempt(deadline, any_status);
             }
         }
-        result.map_err(|f| f.error)?;
-        std::str::from_utf8(&self.body)
-            .map_err(|_| ScrapeError::NotPrometheus("the body is not UTF-8".into()))
+        result.map_err(|f| f.error)
     }
 
     /// One request and response; the connection is kept only when both ended cleanly and the
-    /// server allows it.
-    fn attempt(&mut self, deadline: Deadline) -> Result<(), Failed> {
+    /// server allows it. A status but 200 is an error unless `any_status`.
+    fn attempt(&mut self, deadline: Deadline, any_status: bool) -> Result<u16, Failed> {
         let (mut conn, reused) = match self.conn.take() {
             Some(c) => (c, true),
             None => (self.connect(deadline)?, false),
@@ -286,14 +324,14 @@ impl Fetcher {
             });
         }
         let head = self.read_head(&mut conn, deadline, reused)?;
-        if head.status != 200 {
+        if head.status != 200 && !any_status {
             return Err(ScrapeError::Status(head.status).into());
         }
         let keep = self.read_body(&mut conn, &head, deadline)?;
         if keep && head.keep_alive {
             self.conn = Some(conn);
         }
-        Ok(())
+        Ok(head.status)
     }
 
     fn connect(&mut self, deadline: Deadline) -> Result<Conn, ScrapeError> {
@@ -714,6 +752,44 @@ mod tests {
     }
 
     const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\na 1.0\n";
+
+    #[test]
+    fn get_any_asks_its_path_and_hands_back_any_status() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/metrics", l.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut conn, _) = l.accept().unwrap();
+            let replies = [
+                "HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\n\r\n{}",
+                OK,
+            ];
+            for reply in replies {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = conn.read(&mut buf).unwrap();
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let head = String::from_utf8_lossy(&got).into_owned();
+                tx.send(head).unwrap();
+                conn.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let mut f = Fetcher::new(MetricsUrl::parse(&url).unwrap(), &GetOptions::default()).unwrap();
+        let t = Duration::from_secs(2);
+        assert_eq!(f.get_any("/api/v1/series?x=%7B", t).unwrap(), (400, "{}"));
+        let head = rx.recv().unwrap();
+        assert!(
+            head.starts_with("GET /api/v1/series?x=%7B HTTP/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("Accept: application/json\r\n"), "{head}");
+        // The page's own path again, on the same connection.
+        assert_eq!(f.get(t).unwrap(), "a 1.0\n");
+        assert!(rx.recv().unwrap().starts_with("GET /metrics HTTP/1.1\r\n"));
+        assert_eq!(f.connections, 1);
+    }
 
     #[test]
     fn a_kept_alive_connection_serves_the_next_scrape_and_a_closed_one_is_reopened() {

@@ -53,12 +53,19 @@ pub fn server_block(
 /// token counts the two sides disagree on.
 pub fn warnings(block: &ServerSummary) -> Vec<String> {
     let mut out = vec![];
-    if block.scrapes_failed > 0 {
-        let kinds: Vec<String> = block
-            .failures_by_kind
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
+    let kinds: Vec<String> = block
+        .failures_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if block.scrapes_failed > 0 && block.prometheus.is_some() {
+        out.push(format!(
+            "server metrics: Prometheus queries failed: {} ({}); the concepts they asked for \
+             are missing or cover less of the window, the client's figures are unaffected",
+            block.scrapes_failed,
+            kinds.join(", ")
+        ));
+    } else if block.scrapes_failed > 0 {
         out.push(format!(
             "server metrics: {} of {} scrapes in the measured window failed ({}); the \
              server's figures cover the rest, the client's are unaffected",

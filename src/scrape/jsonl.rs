@@ -153,6 +153,7 @@ mod tests {
             mark: true,
             error: None,
             page: Some(page),
+            prometheus: None,
         };
         let failed = Scrape {
             error: Some(Failure {

@@ -10,7 +10,9 @@
 //! - `scraper`: the scraping thread, its phase marks and its bounded log;
 //! - `window`: a `summary::server::ServerSummary` from the scrapes of a window;
 //! - `jsonl`: the `server_metrics.jsonl` line, written and read back;
-//! - `join`: the `server` block of a finished run beside the client's figures (run and report).
+//! - `join`: the `server` block of a finished run beside the client's figures (run and report);
+//! - `prometheus`: the same scrapes read instead from a Prometheus server's query API over the
+//!   run's window (`--prometheus`), one per step and target.
 //!
 //! It may use `plan`, `summary`, `http` and `rt`, nothing that imports it (`run` and `output`
 //! do); it never prints, and a slow, stalling or failing endpoint costs the caller nothing but
@@ -21,6 +23,7 @@ pub mod get;
 pub mod join;
 pub mod jsonl;
 pub mod parse;
+pub mod prometheus;
 pub mod scraper;
 pub mod window;
 
@@ -67,6 +70,18 @@ pub enum ScrapeError {
     /// metric family).
     #[error("not Prometheus text: {0}")]
     NotPrometheus(String),
+    /// A Prometheus server answered a query with `{"status":"error"}`: its `errorType` and
+    /// `error` (a bad selector is `bad_data`).
+    #[error("Prometheus refused the query ({error_type}): {error}")]
+    Query {
+        /// The answer's `errorType` (`bad_data`, `execution`, `timeout`, …).
+        error_type: String,
+        /// The answer's `error`.
+        error: String,
+    },
+    /// The answer is not the JSON of Prometheus's HTTP API (is the URL a Prometheus server's?).
+    #[error("not a Prometheus API answer: {0} (is --prometheus a Prometheus server's base URL?)")]
+    NotApi(String),
 }
 
 /// The kinds of failure, one per `ScrapeError` variant: the keys of `failures_by_kind`.
@@ -90,11 +105,15 @@ pub enum FailureKind {
     Parse,
     /// `ScrapeError::NotPrometheus`.
     NotPrometheus,
+    /// `ScrapeError::Query` (counted as `query_<errorType>`).
+    Query,
+    /// `ScrapeError::NotApi`.
+    NotApi,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 9] = [
+    pub const ALL: [FailureKind; 11] = [
         FailureKind::Setup,
         FailureKind::Connect,
         FailureKind::Timeout,
@@ -104,6 +123,8 @@ impl FailureKind {
         FailureKind::TooLarge,
         FailureKind::Parse,
         FailureKind::NotPrometheus,
+        FailureKind::Query,
+        FailureKind::NotApi,
     ];
 
     /// Its key (a status counts as `http_<status>` instead, see `ScrapeError::kind_key`).
@@ -118,6 +139,8 @@ impl FailureKind {
             FailureKind::TooLarge => "too_large",
             FailureKind::Parse => "parse",
             FailureKind::NotPrometheus => "not_prometheus",
+            FailureKind::Query => "query_error",
+            FailureKind::NotApi => "not_api",
         }
     }
 }
@@ -135,14 +158,25 @@ impl ScrapeError {
             ScrapeError::TooLarge(_) => FailureKind::TooLarge,
             ScrapeError::Parse(_) => FailureKind::Parse,
             ScrapeError::NotPrometheus(_) => FailureKind::NotPrometheus,
+            ScrapeError::Query { .. } => FailureKind::Query,
+            ScrapeError::NotApi(_) => FailureKind::NotApi,
         }
     }
 
-    /// The key it counts under: its kind's, or `http_<status>` (as the client's
-    /// `failed_by_kind` counts statuses).
+    /// The key it counts under: its kind's, `http_<status>` (as the client's
+    /// `failed_by_kind` counts statuses), or `query_<errorType>` when the server's `errorType`
+    /// is a short lower-case word (`query_bad_data`).
     pub fn kind_key(&self) -> String {
         match self {
             ScrapeError::Status(code) => format!("http_{code}"),
+            ScrapeError::Query { error_type, .. }
+                if (1..=32).contains(&error_type.len())
+                    && error_type
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b == b'_') =>
+            {
+                format!("query_{error_type}")
+            }
             other => other.kind().key().to_string(),
         }
     }
@@ -255,6 +289,10 @@ pub struct Scrape {
     /// What the page said; `None` when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<Page>,
+    /// Read from a Prometheus server (`--prometheus`), not scraped: which, with what selector
+    /// and step. `url` is then the target's labels (or the server's URL, for a failed query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<prometheus::PromSource>,
 }
 
 impl Scrape {
@@ -277,6 +315,13 @@ mod tests {
     fn kinds_and_keys() {
         assert_eq!(ScrapeError::Status(503).kind_key(), "http_503");
         assert_eq!(ScrapeError::Timeout(5).kind_key(), "timeout");
+        let query = |t: &str| ScrapeError::Query {
+            error_type: t.into(),
+            error: "e".into(),
+        };
+        assert_eq!(query("bad_data").kind_key(), "query_bad_data");
+        assert_eq!(query("Weird Type!").kind_key(), "query_error");
+        assert_eq!(query("").kind_key(), "query_error");
         let mut keys: Vec<_> = FailureKind::ALL.iter().map(|k| k.key()).collect();
         keys.sort_unstable();
         keys.dedup();

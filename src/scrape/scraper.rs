@@ -142,14 +142,15 @@ pub struct ScrapeLog {
 }
 
 impl ScrapeLog {
-    fn note(&mut self, text: String) {
+    /// Keeps a note for the reader (bounded).
+    pub(crate) fn note(&mut self, text: String) {
         if self.notes.len() < MAX_NOTES {
             self.notes.push(text);
         }
     }
 
     /// Counts and keeps one scrape (bounded).
-    fn add(&mut self, scrape: Scrape, max: usize) {
+    pub(crate) fn add(&mut self, scrape: Scrape, max: usize) {
         match &scrape.error {
             None => self.ok += 1,
             Some(f) => {
@@ -429,6 +430,7 @@ impl Worker {
             mark,
             error,
             page,
+            prometheus: None,
         }
     }
 
@@ -494,6 +496,7 @@ mod tests {
                 message: format!("{k} happened"),
             }),
             page: None,
+            prometheus: None,
         }
     }
 

@@ -16,12 +16,16 @@
 //!
 //! Replicas are summed when a page is parsed, so a reset is the whole page's counter
 //! restarting (a server restart); one data-parallel replica restarting alone is over-counted.
+//!
+//! Lines read from a Prometheus server (`prometheus`: one per step and target, the target's
+//! labels as their URL) are summarized the same way, each target as one URL; the block then
+//! says so (`source`, `prometheus`) and lists the server's URL, not the targets, as `urls`.
 
 use super::engines::{Combine, Concept, Kind};
 use super::parse::Hist;
 use super::{Phase, Scrape};
 use crate::summary::server::{
-    source, CounterStats, GaugeStats, HistogramStats, NtpotMs, ServerSummary,
+    source, CounterStats, GaugeStats, HistogramStats, NtpotMs, PrometheusSource, ServerSummary,
 };
 use crate::summary::{is_small_sample, percentile_key};
 use std::collections::BTreeMap;
@@ -88,6 +92,11 @@ pub fn summarize(scrapes: &[Scrape], t0_ns: u64, t1_ns: u64, percentiles: &[f64]
         })
         .collect();
     out.urls = urls;
+    if let Some(via) = prometheus_source(&window, &by_url) {
+        out.source = source::PROMETHEUS.to_string();
+        out.urls = vec![via.url.clone()];
+        out.prometheus = Some(via);
+    }
     out.engine = engine(&window);
     for c in Concept::ALL {
         let key = c.key().to_string();
@@ -116,6 +125,20 @@ pub fn summarize(scrapes: &[Scrape], t0_ns: u64, t1_ns: u64, percentiles: &[f64]
         .map(|p| u64::from(p.raw_families))
         .sum();
     out
+}
+
+/// How lines read from Prometheus were read, and their targets (the URLs with pages).
+fn prometheus_source(window: &[&Scrape], by_url: &[Vec<&Scrape>]) -> Option<PrometheusSource> {
+    let via = window.iter().find_map(|s| s.prometheus.as_ref())?;
+    Some(PrometheusSource {
+        url: via.url.clone(),
+        selector: via.selector.clone(),
+        step_s: via.step_ns as f64 / 1e9,
+        targets: by_url
+            .iter()
+            .filter_map(|v| Some(v.first()?.url.clone()))
+            .collect(),
+    })
 }
 
 /// The engine most of the window's pages are (the first of equals).

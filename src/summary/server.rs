@@ -17,9 +17,15 @@
 //!   "histograms": {"ttft": {"count": 3000, "sum_ms": 91234.5, "mean_ms": 30.4,
 //!                           "p50_ms": 28.1, "p90_ms": 55.0, "p99_ms": 79.6}},
 //!   "ntpot_ms": {"queue": 0.8, "prefill": 1.9, "decode": 10.2, "total": 12.9},
-//!   "raw_families_kept": 54
+//!   "raw_families_kept": 54, "prometheus": null
 //! }
 //! ```
+//!
+//! Read from a Prometheus server (`--prometheus`), the block is the same with `source`
+//! `"prometheus"`, `urls` the server's, and `prometheus` saying how: `{"url": …, "selector":
+//! "{pod=~\"vllm-.*\"}", "step_s": 1.0, "targets": ["{instance=\"10.0.0.7:8000\",job=\"vllm\"}"]}`;
+//! `scrapes_ok` then counts the points read (one per step and target) and `scrapes_failed`
+//! the queries that failed.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,12 +68,30 @@ pub struct ServerSummary {
     pub ntpot_ms: Option<NtpotMs>,
     /// Families of no concept kept raw in `server_metrics.jsonl` (on the window's last page).
     pub raw_families_kept: u64,
+    /// How the figures were read from a Prometheus server; `null` when scraped directly.
+    #[serde(default)]
+    pub prometheus: Option<PrometheusSource>,
     /// The client's figure less the server's, where both exist: `ttft_p50_ms`, `ttft_p99_ms`,
     /// `e2e_p50_ms`, `e2e_p99_ms` (what the network, the server's HTTP front end and the
     /// client add; the server's from bucket interpolation), `prompt_tokens` and
     /// `generation_tokens` (the client's totals less the server's counter deltas).
     #[serde(default)]
     pub client_minus_server: BTreeMap<String, f64>,
+}
+
+/// Where a Prometheus-read block came from (`--prometheus`, `--prometheus-selector`,
+/// `--server-metrics-interval`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrometheusSource {
+    /// The Prometheus server's base URL.
+    pub url: String,
+    /// The label matchers merged into every query; `null`: none.
+    pub selector: Option<String>,
+    /// The range queries' step, seconds.
+    pub step_s: f64,
+    /// The targets (Prometheus's `job` and `instance` labels) whose series were read, each
+    /// summed as one scraped page would be.
+    pub targets: Vec<String>,
 }
 
 /// A gauge over the scrapes of the window (with several URLs, summed per round; a share
@@ -214,6 +238,7 @@ mod tests {
             "histograms",
             "ntpot_ms",
             "raw_families_kept",
+            "prometheus",
         ] {
             assert!(v.get(key).is_some(), "{key}");
         }

@@ -24,6 +24,7 @@ mod layout;
 mod osl;
 mod outputs;
 mod parser_fixtures;
+mod prometheus;
 mod records;
 mod request_ids;
 mod rx_timestamps;

@@ -136,7 +136,9 @@ fn schema() -> Value {
     read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json"))
 }
 
-fn schema_errors(instance: &Value) -> Vec<String> {
+/// What the schema (`schema/summary.schema.json`) finds wrong with a summary (other modules
+/// check theirs with it too).
+pub(crate) fn schema_errors(instance: &Value) -> Vec<String> {
     let v = jsonschema::validator_for(&schema()).expect("the schema compiles");
     v.iter_errors(instance)
         .map(|e| format!("{} at {}", e, e.instance_path()))

@@ -182,6 +182,7 @@ fn scrape_at(text: &str, start_ns: u64, round: u64, phase: Phase) -> Scrape {
         mark: false,
         error: None,
         page: Some(parse_page(text, 16).unwrap()),
+        prometheus: None,
     }
 }
 
