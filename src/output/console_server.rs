@@ -128,8 +128,10 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
             s.client_minus_server.get(&format!("{key}_p50_ms")),
             s.client_minus_server.get(&format!("{key}_p99_ms")),
         );
-        if let (Some(a), Some(b)) = (p50, p99) {
-            value.push_str(&format!(" (client − server {a:.2} / {b:.2})"));
+        // A side that is missing or not a measurement (`~`, a floor) has no difference.
+        if p50.is_some() || p99.is_some() {
+            let d = |v: Option<&f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+            value.push_str(&format!(" (client − server {} / {})", d(p50), d(p99)));
         }
         row(out, label, value)?;
     }

@@ -51,8 +51,8 @@ pub(super) fn collect(
     loop {
         stopper.check(run.clock.now_ns());
         let (taken, open) = drain(collector, tally, run, observer);
+        scraping.tick(&run.shared, &run.clock, run.start_ns);
         let now = run.clock.now_ns();
-        scraping.tick(run.shared.total_sent(), now.saturating_sub(run.start_ns));
         if now >= next_tick_ns {
             next_tick_ns = now + 1_000_000_000;
             collector.flush_log();

@@ -12,6 +12,8 @@ use crate::plan::Plan;
 use crate::rt::clock::RunClock;
 use crate::scrape::prometheus::{PromSettings, PromWindow};
 use crate::scrape::{GetOptions, Phase, ScrapeLog, ScrapeSettings, Scraper};
+use crate::worker::Shared;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 /// How long the probe before the run may take.
@@ -180,24 +182,48 @@ impl Scraping {
         s
     }
 
-    /// Called from the collector's loop: marks warm-up's end once it has passed (the warm-up
-    /// requests all sent, or its duration over), without waiting for the round.
-    pub(super) fn tick(&mut self, sent: u64, since_start_ns: u64) {
+    /// Called from the collector's loop: marks warm-up's end
+    /// once it has passed. Open loop: the warm-up requests all sent, or its duration over,
+    /// without waiting for the round (the schedule does not wait). Closed loop: every
+    /// warm-up request ended (`WarmupGate::drained`), then the round is taken while the users
+    /// wait, and only then the gate opens, so the server's window starts between the two
+    /// phases.
+    pub(super) fn tick(&mut self, shared: &Shared, clock: &RunClock, start_ns: u64) {
         if !self.warmup_open {
             return;
         }
-        let over = match self.warmup_requests > 0 {
-            true => sent >= self.warmup_requests,
-            false => since_start_ns >= self.warmup_ns,
+        // Read before the counters: a user checking in later finds the warm-up over too.
+        let now_ns = clock.now_ns();
+        let since_start_ns = now_ns.saturating_sub(start_ns);
+        let timed_out = since_start_ns >= self.warmup_ns;
+        let gated = shared.gate.open_ns().is_none();
+        let over = match gated {
+            true => {
+                let claimed = shared.claimed.load(Ordering::SeqCst) >= self.warmup_requests;
+                shared.gate.drained(claimed && timed_out)
+            }
+            false if self.warmup_requests > 0 => shared.total_sent() >= self.warmup_requests,
+            false => timed_out,
         };
-        if over {
-            self.warmup_open = false;
-            if let Some(s) = &self.scraper {
-                s.mark_nowait(Phase::Measure);
+        if !over {
+            return;
+        }
+        self.warmup_open = false;
+        if let Some(s) = &self.scraper {
+            match gated {
+                true => {
+                    s.mark(Phase::Measure);
+                }
+                false => {
+                    s.mark_nowait(Phase::Measure);
+                }
             }
-            if let Some(q) = &mut self.prometheus {
-                q.t0_ns = q.clock.now_ns();
-            }
+        }
+        if let Some(q) = &mut self.prometheus {
+            q.t0_ns = q.clock.now_ns();
+        }
+        if gated {
+            shared.gate.open(clock.now_ns());
         }
     }
 

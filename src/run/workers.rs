@@ -41,7 +41,7 @@ pub(super) fn start(
     clock: RunClock,
 ) -> Result<Started, RunError> {
     let plan_arc = Arc::new(plan.clone());
-    let shared = Arc::new(Shared::new(plan.cpus.len()));
+    let shared = Arc::new(Shared::new(plan.cpus.len(), plan));
     let (tx, records) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
     let (recycle, recycled) = crossbeam_channel::bounded::<Spare>(RECYCLE_CHANNEL_CAP);
     let fd_budget = fd_budget(plan);

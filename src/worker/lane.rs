@@ -6,6 +6,7 @@
 //! in flight when a grace period ends. Never prints.
 
 use super::conn::Conn;
+use super::gate;
 use super::Ctx;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -246,39 +247,78 @@ async fn lane_task(
 }
 
 /// A closed-loop virtual user: claims the next id, sends, waits for the whole response,
-/// and goes again until the request count or the duration is reached.
+/// and goes again until the request count or the duration is reached. Its first measured
+/// request waits at the warm-up gate until the warm-up has drained and the measured phase
+/// opened; `--duration` counts from that opening.
 pub async fn virtual_user(ctx: Rc<Ctx>) {
     let s = &ctx.setup;
+    let gate = &s.shared.gate;
     let total = s
         .plan
         .stop
         .request_count
         .map(|c| c + s.plan.warmup_requests);
-    let end_ns = s
-        .plan
-        .stop
-        .duration_ns
-        .map(|d| s.start_ns + s.plan.warmup_duration_ns + d);
     let mut conn = Conn::new(&ctx);
     loop {
         let now = s.clock.now_ns();
-        if s.shared.stop.load(Ordering::Relaxed) || end_ns.is_some_and(|e| now >= e) {
+        if s.shared.stop.load(Ordering::Relaxed) || past_duration(s, now) {
             break;
         }
-        let id = s.shared.claimed.fetch_add(1, Ordering::Relaxed);
+        let claim = || {
+            // SeqCst: the gate's drain test reads the claims before its in-flight count.
+            let id = s.shared.claimed.fetch_add(1, Ordering::SeqCst);
+            (id, s.clock.now_ns())
+        };
+        let ((id, mut intended_ns), entry) =
+            gate.enter(claim, |&(id, at)| ctx.warmup_by(id, at).any());
         if total.is_some_and(|t| id >= t) {
+            if entry == gate::Entry::Warmup {
+                gate.left();
+            }
             break;
         }
-        let rec = conn
-            .exchange(
-                &ctx,
-                Job {
-                    id,
-                    intended_ns: now,
-                },
-            )
-            .await;
+        if entry == gate::Entry::Wait {
+            if !wait_for_measure(&ctx).await {
+                break;
+            }
+            intended_ns = s.clock.now_ns();
+        }
+        let rec = conn.exchange(&ctx, Job { id, intended_ns }).await;
         ctx.emit(rec);
+        if entry == gate::Entry::Warmup {
+            gate.left();
+        }
+    }
+}
+
+/// Closed loop: whether `--duration` of measured requests has passed at `now_ns` (counted
+/// from the measured phase's opening; never while the warm-up gate is shut).
+fn past_duration(s: &super::WorkerSetup, now_ns: u64) -> bool {
+    let Some(d) = s.plan.stop.duration_ns else {
+        return false;
+    };
+    let from = match s.shared.gate.open_ns() {
+        Some(t) => t.max(s.start_ns + s.plan.warmup_duration_ns),
+        None => return false,
+    };
+    now_ns >= from.saturating_add(d)
+}
+
+/// How often a user at the warm-up gate looks whether the measured phase has opened.
+const GATE_POLL: Duration = Duration::from_micros(200);
+
+/// Waits at the warm-up gate until the measured phase opens (true) or the run is stopped
+/// (false).
+async fn wait_for_measure(ctx: &Ctx) -> bool {
+    let shared = &ctx.setup.shared;
+    loop {
+        if shared.gate.open_ns().is_some() {
+            return true;
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        monoio::time::sleep(GATE_POLL).await;
     }
 }
 

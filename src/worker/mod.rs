@@ -5,6 +5,7 @@
 //! leave over a bounded channel. Workers never compute percentiles and never print.
 
 mod conn;
+pub mod gate;
 mod lane;
 mod pacer;
 mod rxstamp;
@@ -37,7 +38,7 @@ const OVERFLOW_BOUND: usize = 1 << 16;
 const PREALLOCATED_EVENT_VECS: usize = 256;
 
 /// State shared by all workers of a run: only atomics, touched a few times per request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     /// Set to stop scheduling (interrupt): arrivals not yet sent end as `NotSent`.
     pub stop: AtomicBool,
@@ -47,6 +48,8 @@ pub struct Shared {
     pub sent: Vec<PaddedCounter>,
     /// Set when the grace period after a stop ends: in-flight requests end as `Cancelled`.
     pub cancel: AtomicBool,
+    /// Closed loop with a warm-up: measured requests wait for it to drain.
+    pub gate: gate::WarmupGate,
 }
 
 #[derive(Debug, Default)]
@@ -54,12 +57,14 @@ pub struct Shared {
 pub struct PaddedCounter(pub AtomicU64);
 
 impl Shared {
-    pub fn new(workers: usize) -> Self {
+    /// For `workers` workers running `plan`.
+    pub fn new(workers: usize, plan: &Plan) -> Self {
         Shared {
             stop: AtomicBool::new(false),
             claimed: AtomicU64::new(0),
             sent: (0..workers).map(|_| PaddedCounter::default()).collect(),
             cancel: AtomicBool::new(false),
+            gate: gate::WarmupGate::new(gate::drains(plan)),
         }
     }
 

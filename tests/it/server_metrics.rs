@@ -5,7 +5,7 @@
 //! holds the one lock: it runs a load.
 
 use crate::scrape::{server, Answer};
-use crate::support::common::{lock, made_dir, read_json, run_summary, sim_plan};
+use crate::support::common::{lock, made_dir, read_json, read_jsonl, run_summary, sim_plan};
 use ringbench::plan::{Plan, SimSettings};
 use serde_json::Value;
 
@@ -84,6 +84,42 @@ fn the_server_block_sees_the_queue_the_cache_and_the_truths_ttft() {
         diff > -bucket_width(server_ms),
         "client − server TTFT p50 {diff} ms"
     );
+}
+
+/// A closed loop's measured requests start only after its warm-up has drained and the
+/// boundary was scraped: the server's window then holds the measured requests exactly (before
+/// the gate, 16 users' warm-up still running at the mark were counted too: 88 server TTFTs
+/// for 80 measured requests on vLLM with 8 users).
+#[test]
+fn a_closed_loops_warmup_drains_before_the_measured_window_opens() {
+    let _g = lock();
+    let mut p = engine_plan();
+    p.warmup_requests = 40;
+    let dir = made_dir("warmup-gate");
+    p.out_dir = Some(dir.clone());
+    let s = run_summary(&p);
+    assert_eq!(s["counts"]["ok"], 240, "{}", s["counts"]);
+    assert_eq!(s["counts"]["warmup"], 40, "{}", s["counts"]);
+    let server = &s["server"];
+    assert_eq!(server["histograms"]["ttft"]["count"], 240, "{server}");
+    assert_eq!(server["histograms"]["e2e"]["count"], 240, "{server}");
+    assert_eq!(server["client_minus_server"]["generation_tokens"], 0.0);
+    assert_eq!(server["client_minus_server"]["prompt_tokens"], 0.0);
+    let records = read_jsonl(&dir.join("requests.jsonl"));
+    let ns = |r: &Value, k: &str| r[k].as_u64().unwrap();
+    let (warm, measured): (Vec<&Value>, Vec<&Value>) =
+        records.iter().partition(|r| r["warmup"] == true);
+    assert_eq!((warm.len(), measured.len()), (40, 240));
+    let last_warm_done = warm.iter().map(|r| ns(r, "done_ns")).max().unwrap();
+    let first_sent = measured.iter().map(|r| ns(r, "sent_ns")).min().unwrap();
+    assert!(
+        first_sent > last_warm_done,
+        "a measured request was sent at {first_sent} ns, before the warm-up's last ended at \
+         {last_warm_done} ns"
+    );
+    // Each user's first measured request is due when the gate opened, not when it got there.
+    let first_intended = measured.iter().map(|r| ns(r, "intended_ns")).min().unwrap();
+    assert!(first_intended > last_warm_done);
 }
 
 #[test]
