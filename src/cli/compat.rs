@@ -578,7 +578,7 @@ fn aiperf_lengths(o: &mut RunArgs) -> Result<(), UsageError> {
         (Some(_), Some(sd)) if !(sd.is_finite() && sd >= 0.0) => {
             usage(format!("{flag} {sd}: must be a number of tokens ≥ 0"))
         }
-        (Some(_), Some(sd)) if sd == 0.0 => Ok(None),
+        (Some(_), Some(0.0)) => Ok(None),
         (Some(m), Some(sd)) => Ok(Some(format!("normal:{m}:{sd}"))),
     };
     let (isl, osl) = (ai.synthetic_input_tokens_mean, ai.output_tokens_mean);
