@@ -45,6 +45,7 @@ fn run(args: &RunArgs) -> Done {
         Ok(plan) => plan,
         Err(e) => return usage(e),
     };
+    term::warn(args.vllm.ignored_warning());
     signals::install();
     let mut watch = term::Watch::new(plan.progress);
     let summary = match ringbench::run_with(&plan, &signals::INTERRUPTED, &mut watch) {
@@ -54,9 +55,7 @@ fn run(args: &RunArgs) -> Done {
     };
     watch.finish();
     console::print_console(&summary, &mut Stdout)?;
-    if let Some(dir) = &plan.out_dir {
-        writeln!(Stdout, "results written to {}", dir.display())?;
-    }
+    term::written(&plan)?;
     Ok(summary.exit(args.allow_invalid))
 }
 

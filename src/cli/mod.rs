@@ -4,12 +4,14 @@
 //! serve` and AIPerf where the meaning is the same. Only the binary uses this module; the
 //! library's users build a `Plan` themselves.
 //!
+//! - `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, lowered to ours;
 //! - `parse`: single flag values (durations, CPU lists, URLs, SLOs, headers, percentiles);
 //! - `run_args`: `run`'s flags → `Plan` (then `Plan::validate`);
 //! - `workload_args`: the workload flags → `WorkloadSpec`, `--trace` → the load;
 //! - `sim_args`: the simulator's flags, one list for `sim` and `run --sim-*`;
 //! - `study_args`: `sweep`, `search` and `compare`.
 
+pub mod compat;
 pub mod parse;
 pub mod run_args;
 pub mod sim_args;

@@ -4,7 +4,7 @@
 //! are `Plan::validate`'s.
 
 use super::{usage, UsageError};
-use ringbench::plan::{ExportKind, Slo, SloMetric, Target, MAX_CPU};
+use ringbench::plan::{Endpoint, ExportKind, Slo, SloMetric, Target, MAX_CPU};
 
 /// `30s`, `2m`, `500ms`, `100us`, `1h`, `1.5s`; a bare number is seconds.
 pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
@@ -110,13 +110,29 @@ pub fn parse_target(url: &str) -> Result<Target, UsageError> {
     Target::parse(url).map_err(|e| UsageError(e.0))
 }
 
-/// `--header NAME:VALUE`.
+/// `--header NAME:VALUE`, or vLLM's `NAME=VALUE`: split at the first `:` or `=`, neither
+/// of which a header name may hold.
 pub fn parse_header(s: &str) -> Result<(String, String), UsageError> {
-    match s.split_once(':') {
-        Some((k, v)) if !k.trim().is_empty() && !k.contains(char::is_whitespace) => {
+    match s.find([':', '=']).map(|i| (&s[..i], &s[i + 1..])) {
+        Some((k, v)) if !k.trim().is_empty() && !k.trim().contains(char::is_whitespace) => {
             Ok((k.trim().to_string(), v.trim().to_string()))
         }
-        _ => usage("--header: expected NAME:VALUE, like --header X-Team:infra"),
+        _ => usage(format!(
+            "--header '{s}': expected NAME:VALUE (or NAME=VALUE), like --header X-Team:infra"
+        )),
+    }
+}
+
+/// `--endpoint`: `chat`, `completions`, or the route as vLLM spells it
+/// (`/v1/chat/completions`, `/v1/completions`).
+pub fn parse_endpoint(s: &str) -> Result<Endpoint, String> {
+    match s.trim().trim_end_matches('/') {
+        "chat" | "/v1/chat/completions" | "v1/chat/completions" => Ok(Endpoint::Chat),
+        "completions" | "/v1/completions" | "v1/completions" => Ok(Endpoint::Completions),
+        _ => Err(format!(
+            "'{s}' is not a route ringbench calls: use chat, completions, /v1/chat/completions \
+             or /v1/completions (a path prefix before /v1 goes in --url)"
+        )),
     }
 }
 

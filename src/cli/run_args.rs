@@ -4,7 +4,8 @@
 //! CLI and a library user hit the same rules with the same messages.
 
 use super::parse::{
-    check_percentiles, exports_of, parse_duration_ns, parse_header, parse_slo, parse_target,
+    check_percentiles, exports_of, parse_duration_ns, parse_endpoint, parse_header, parse_slo,
+    parse_target,
 };
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
@@ -21,30 +22,33 @@ pub enum ArrivalArg {
     Gamma,
 }
 
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("open_loop").args(["request_rate", "trace"]).multiple(true)))]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Base URL of the server (http://host:port); none: benchmark the built-in simulator.
     #[arg(long)]
     pub url: Option<String>,
-    #[arg(long, value_enum, default_value = "chat")]
-    pub endpoint: Endpoint,
+    /// chat or completions, or the path: /v1/chat/completions, /v1/completions [default: chat;
+    /// with vLLM's spellings, vLLM's /v1/completions].
+    #[arg(long, value_name = "KIND|PATH", value_parser = parse_endpoint)]
+    pub endpoint: Option<Endpoint>,
     /// Model name sent in the body (default: first of GET /v1/models).
-    #[arg(short = 'm', long)]
+    #[arg(short = 'm', long, alias = "model-names")]
     pub model: Option<String>,
     /// Closed loop: N virtual users.
-    #[arg(long, conflicts_with = "request_rate")]
+    #[arg(long)]
     pub concurrency: Option<u32>,
-    /// Open loop: requests per second.
+    /// Open loop: requests per second; inf sends them all at once (vLLM's meaning: a closed
+    /// loop of --max-concurrency users, or of one user per request).
     #[arg(long)]
     pub request_rate: Option<f64>,
-    #[arg(long, value_enum, default_value = "poisson", requires = "request_rate")]
-    pub arrival: ArrivalArg,
-    /// Gamma shape for --arrival gamma (1 = Poisson, < 1 burstier).
+    /// Arrival process of --request-rate [default: poisson; gamma when --burstiness is given].
+    #[arg(long, value_enum, requires = "request_rate")]
+    pub arrival: Option<ArrivalArg>,
+    /// Gamma shape of the arrivals (1 = Poisson, < 1 burstier; vLLM's meaning).
     #[arg(long)]
     pub burstiness: Option<f64>,
     /// Cap on in-flight requests in open loop (--request-rate or --trace).
-    #[arg(long, requires = "open_loop")]
+    #[arg(long)]
     pub max_concurrency: Option<u32>,
     /// Measured requests to send (warm-up comes on top).
     #[arg(long)]
@@ -56,8 +60,9 @@ pub struct RunArgs {
     pub warmup_requests: u64,
     #[arg(long, value_parser = parse_duration_ns)]
     pub warmup_duration: Option<u64>,
-    #[arg(long, default_value_t = 128)]
-    pub input_tokens: u32,
+    /// Prompt length, tokens [default: 128].
+    #[arg(long)]
+    pub input_tokens: Option<u32>,
     /// max_tokens of every request [default: 16, or the dataset's own output lengths].
     #[arg(long)]
     pub output_tokens: Option<u32>,
@@ -73,7 +78,7 @@ pub struct RunArgs {
     /// Do not ask for stream_options.include_usage.
     #[arg(long)]
     pub no_usage: bool,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, alias = "random-seed")]
     pub seed: u64,
     /// CPUs the workers are pinned to, one worker each (e.g. 0 or 0,1 or 0-3).
     #[arg(long)]
@@ -93,8 +98,9 @@ pub struct RunArgs {
     /// Write summary.json, requests.jsonl and the exports here.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Extra header K:V on every request (repeatable); secret-looking values are never written out.
-    #[arg(long = "header", value_name = "K:V")]
+    /// Extra header K:V (or vLLM's K=V) on every request (repeatable); secret-looking values
+    /// are never written out.
+    #[arg(long = "header", value_name = "K:V", num_args = 1..)]
     pub headers: Vec<String>,
     /// Send no x-request-id [default: every request carries x-request-id: RUN-ID, its
     /// arrival index; requests.jsonl keeps it and any id the server echoes].
@@ -224,6 +230,10 @@ pub struct RunArgs {
     /// [default: none].
     #[arg(long, value_name = "SEL")]
     pub prometheus_selector: Option<String>,
+    #[command(flatten)]
+    pub vllm: super::compat::VllmFlags,
+    #[command(flatten)]
+    pub aiperf: super::compat::AiperfFlags,
 }
 
 /// `--pacer-spin-us`: `None` is auto; otherwise ns.
@@ -266,10 +276,27 @@ const TRACE_CONFLICTS: [&str; 17] = [
 
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
+/// The prompt length when no flag sets it.
+pub const DEFAULT_INPUT_TOKENS: u32 = 128;
 
 impl RunArgs {
-    /// The plan these flags ask for, validated.
+    /// The plan these flags ask for, validated: vLLM's and AIPerf's spellings lowered to ours
+    /// first (`compat::lower`), then ours mapped.
     pub fn to_plan(&self) -> Result<Plan, UsageError> {
+        let (ours, vllm_result) = super::compat::lower(self)?;
+        ours.plan_of(vllm_result)
+    }
+
+    /// The input length asked for (`--input-tokens`, or the default).
+    pub fn input_tokens(&self) -> u32 {
+        self.input_tokens.unwrap_or(DEFAULT_INPUT_TOKENS)
+    }
+
+    /// The plan of ringbench's own flags (vLLM's and AIPerf's already lowered).
+    fn plan_of(
+        &self,
+        vllm_result: Option<ringbench::plan::VllmResult>,
+    ) -> Result<Plan, UsageError> {
         let target = self.url.as_deref().map(parse_target).transpose()?;
         let load = self.load()?;
         // A trace sends each of its lines once (warm-up ones included).
@@ -288,13 +315,13 @@ impl RunArgs {
         let plan = Plan {
             target,
             sim,
-            endpoint: self.endpoint,
+            endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
             model: self.model.clone(),
             load,
             stop,
             warmup_requests: self.warmup_requests,
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
-            input_tokens: self.input_tokens,
+            input_tokens: self.input_tokens(),
             output_tokens: self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS),
             stream: !self.no_stream,
             include_usage: !self.no_usage,
@@ -339,6 +366,7 @@ impl RunArgs {
             },
             request_id: !self.no_request_id,
             run_id: self.run_id.clone(),
+            vllm_result,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
@@ -365,18 +393,32 @@ impl RunArgs {
             return super::workload_args::trace_load_of(self);
         }
         let Some(rate) = self.request_rate else {
+            if self.max_concurrency.is_some() {
+                return usage(
+                    "--max-concurrency caps an open loop: give --request-rate R with it (or \
+                     --request-rate inf, vLLM's all at once: a closed loop of that many users), \
+                     or use --concurrency N",
+                );
+            }
             return Ok(Load::Closed {
                 concurrency: self.concurrency.unwrap_or(1),
             });
         };
+        if self.concurrency.is_some() {
+            return usage(
+                "--concurrency (a closed loop of users) and --request-rate (an open loop) \
+                 exclude each other: to cap an open loop's requests in flight, use \
+                 --max-concurrency N",
+            );
+        }
         let arrival = match (self.arrival, self.burstiness) {
-            (ArrivalArg::Gamma, Some(k)) => Arrival::Gamma { burstiness: k },
-            (ArrivalArg::Gamma, None) => {
+            (Some(ArrivalArg::Gamma) | None, Some(k)) => Arrival::Gamma { burstiness: k },
+            (Some(ArrivalArg::Gamma), None) => {
                 return usage("--arrival gamma needs --burstiness K (1 is Poisson)")
             }
             (_, Some(_)) => return usage("--burstiness only applies to --arrival gamma"),
-            (ArrivalArg::Poisson, None) => Arrival::Poisson,
-            (ArrivalArg::Constant, None) => Arrival::Constant,
+            (Some(ArrivalArg::Poisson) | None, None) => Arrival::Poisson,
+            (Some(ArrivalArg::Constant), None) => Arrival::Constant,
         };
         Ok(Load::Open {
             request_rate: rate,

@@ -42,6 +42,24 @@ impl Write for Stdout {
     }
 }
 
+/// `warning: …` on stderr, when there is one.
+pub fn warn(w: Option<String>) {
+    if let Some(w) = w {
+        let _ = writeln!(io::stderr(), "warning: {w}");
+    }
+}
+
+/// Where a run's files went: its folder, and vLLM's result file (`--save-result`).
+pub fn written(plan: &Plan) -> io::Result<()> {
+    if let Some(dir) = &plan.out_dir {
+        writeln!(Stdout, "results written to {}", dir.display())?;
+    }
+    if let Some(v) = &plan.vllm_result {
+        writeln!(Stdout, "vLLM result written to {}", v.path.display())?;
+    }
+    Ok(())
+}
+
 /// `error: …` on stderr; a closed stderr is ignored.
 pub fn error(e: impl std::fmt::Display) {
     let _ = writeln!(io::stderr(), "error: {e}");

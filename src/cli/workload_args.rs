@@ -25,7 +25,7 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
             return usage(format!("--random-range-ratio {r}: must be in [0, 1)"));
         }
         input = Some(LengthDist::Uniform {
-            mean: a.input_tokens,
+            mean: a.input_tokens(),
             range_ratio: r,
         });
         output = Some(LengthDist::Uniform {

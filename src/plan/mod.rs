@@ -311,7 +311,48 @@ pub struct Plan {
     /// starts, which draws 8 hex digits at random and records them here (the summary's
     /// `config.run_id`).
     pub run_id: Option<String>,
+    /// vLLM's result file as `vllm bench serve --save-result` names and fills it, written
+    /// beside the run's own files (`--save-result`); `None`: only the `vllm_result.json`
+    /// export of `out_dir`.
+    #[serde(default)]
+    pub vllm_result: Option<VllmResult>,
 }
+
+/// `--save-result`: where vLLM's result JSON goes and what of vLLM's own arguments it
+/// records. The figures come from the run's records (the run needs `out_dir`); these are the
+/// setup keys vLLM writes from its arguments, kept as the user gave them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VllmResult {
+    /// The file: `--result-dir` / (`--result-filename`, or vLLM's
+    /// `{label}-{rate}qps[-concurrency{N}]-{model}-{YYYYmmdd-HHMMSS}.json`).
+    pub path: PathBuf,
+    /// Keep the per-request lists (`--save-detailed`).
+    pub detailed: bool,
+    /// The metrics whose mean/median/std/percentiles are written, of `ttft`, `tpot`, `itl`,
+    /// `e2el` (`--percentile-metrics`; vLLM's default `ttft,tpot,itl`).
+    pub metrics: Vec<String>,
+    /// `--metadata KEY=VALUE ...`: written as top-level keys.
+    pub metadata: Vec<(String, String)>,
+    /// `--backend` (vLLM's `backend` and `endpoint_type` keys).
+    pub backend: String,
+    /// `--label` (`None`: vLLM writes `null`).
+    pub label: Option<String>,
+    /// `--model` as given (vLLM's `model_id`).
+    pub model_id: Option<String>,
+    /// `--tokenizer` as given, else the model (vLLM's `tokenizer_id`).
+    pub tokenizer_id: Option<String>,
+    /// `--num-prompts`; `None` (a run stopped by `--duration`): the requests scheduled.
+    pub num_prompts: Option<u64>,
+    /// `--request-rate`; `None` is vLLM's `inf`.
+    pub request_rate: Option<f64>,
+    /// `--burstiness` (vLLM's default 1).
+    pub burstiness: f64,
+    /// `--max-concurrency`.
+    pub max_concurrency: Option<u32>,
+}
+
+/// The metric names `--percentile-metrics` takes (vLLM's).
+pub const VLLM_METRICS: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 
 /// Whether and what to scrape of the server's own metrics (`--server-metrics [URL...]`,
 /// `--server-metrics-interval`, `--no-server-metrics`).
@@ -493,6 +534,7 @@ impl Plan {
             server_metrics: ServerMetricsSpec::default(),
             request_id: true,
             run_id: None,
+            vllm_result: None,
         }
     }
 

@@ -105,7 +105,37 @@ impl Plan {
         self.check_figures()?;
         self.check_run_id()?;
         self.check_server_metrics()?;
+        self.check_vllm_result()?;
         self.check_cpus()
+    }
+
+    fn check_vllm_result(&self) -> Result<(), PlanError> {
+        let Some(v) = &self.vllm_result else {
+            return Ok(());
+        };
+        if self.out_dir.is_none() {
+            return bad(
+                "--save-result needs the run's folder (out_dir, --out DIR): vLLM's figures are \
+                 computed from its requests.jsonl",
+            );
+        }
+        if let Some(m) = v
+            .metrics
+            .iter()
+            .find(|m| !super::VLLM_METRICS.contains(&m.as_str()))
+        {
+            return bad(format!(
+                "--percentile-metrics: unknown metric '{m}' (use ttft, tpot, itl, e2el, \
+                 comma-separated)"
+            ));
+        }
+        if v.path.file_name().is_none() {
+            return bad(format!(
+                "--result-filename: '{}' names no file, like raw.json",
+                v.path.display()
+            ));
+        }
+        Ok(())
     }
 
     fn check_server_metrics(&self) -> Result<(), PlanError> {

@@ -211,6 +211,9 @@ fn finish(
     }
     if let Some(dir) = &plan.out_dir {
         crate::output::write_run(dir, &summary, &plan.exports)?;
+        if let Some(spec) = &plan.vllm_result {
+            crate::output::export::vllm::write_result(spec, dir, &summary)?;
+        }
     }
     Ok(summary)
 }

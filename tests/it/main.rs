@@ -16,6 +16,7 @@
 mod support;
 
 mod cli_gate;
+mod compat;
 mod e2e;
 mod engine;
 mod faults;

@@ -11,6 +11,10 @@
 //! and `max_output_tokens_per_s` / `max_concurrent_requests`), read in the public code
 //! corpus (neuralmagic/vllm at 32f5573e).
 //!
+//! `run --save-result` (vLLM's own spelling) writes the same object at vLLM's path
+//! (`write_result`), with the setup keys from vLLM's arguments as given, `--metadata`, only
+//! the `--percentile-metrics`, and the lists only with `--save-detailed`, as vLLM does.
+//!
 //! Figures follow `Definitions::Vllm`. Differences that remain, stated: percentiles are
 //! nearest-rank from our 3-significant-digit histograms (numpy interpolates between
 //! samples), `generated_texts` are empty strings (ringbench does not keep response text),
@@ -19,6 +23,7 @@
 use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
 use crate::collector::replay::read_records;
 use crate::output::{write_err, WriteError};
+use crate::plan::VllmResult;
 use crate::record::{Outcome, Record};
 use crate::rt::file::PendingFile;
 use crate::summary::{Stats, Summary};
@@ -44,17 +49,52 @@ fn counted(r: &Record) -> bool {
 }
 
 /// Writes `vllm_result.json` to `out`, from the records of the run folder `records` and its
-/// summary.
+/// summary: every metric, every list (`--save-result --save-detailed`).
 pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
-    let head = aggregates(records, summary)?;
-    let path = out.join(FILE_NAME);
-    let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
+    write_file(&out.join(FILE_NAME), records, summary, None)
+}
+
+/// Writes vLLM's result file as `--save-result` asked (`plan.vllm_result`): at its path
+/// (the folder made when missing), with vLLM's own setup keys, `--metadata`, the
+/// `--percentile-metrics` only, and the lists only with `--save-detailed`.
+pub fn write_result(
+    spec: &VllmResult,
+    records: &Path,
+    summary: &Summary,
+) -> Result<(), WriteError> {
+    if let Some(dir) = spec.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    }
+    write_file(&spec.path, records, summary, Some(spec))
+}
+
+fn write_file(
+    path: &Path,
+    records: &Path,
+    summary: &Summary,
+    spec: Option<&VllmResult>,
+) -> Result<(), WriteError> {
+    let head = aggregates(records, summary, spec)?;
+    let mut file = PendingFile::create(path, 1 << 16).map_err(write_err(path))?;
     let w = file.writer();
     let mut body = serde_json::to_string(&Value::Object(head)).unwrap_or_default();
-    body.pop(); // the closing brace: the lists follow
-    w.write_all(body.as_bytes()).map_err(write_err(&path))?;
+    let detailed = spec.is_none_or(|s| s.detailed);
+    if detailed {
+        body.pop(); // the closing brace: the lists follow
+    }
+    w.write_all(body.as_bytes()).map_err(write_err(path))?;
+    if detailed {
+        write_lists(w, path, records)?;
+        w.write_all(b"}").map_err(write_err(path))?;
+    }
+    w.write_all(b"\n").map_err(write_err(path))?;
+    file.commit().map_err(write_err(path))
+}
+
+/// The request lists of `--save-detailed`, streamed from the records one pass each.
+fn write_lists(w: &mut impl Write, path: &Path, records: &Path) -> Result<(), WriteError> {
     for key in LISTS {
-        write!(w, ",\"{key}\":[").map_err(write_err(&path))?;
+        write!(w, ",\"{key}\":[").map_err(write_err(path))?;
         let mut first = true;
         let mut failed: Option<std::io::Error> = None;
         read_records(records, |r| {
@@ -69,12 +109,11 @@ pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteE
             }
         })?;
         if let Some(e) = failed {
-            return Err(write_err(&path)(e));
+            return Err(write_err(path)(e));
         }
-        w.write_all(b"]").map_err(write_err(&path))?;
+        w.write_all(b"]").map_err(write_err(path))?;
     }
-    w.write_all(b"}\n").map_err(write_err(&path))?;
-    file.commit().map_err(write_err(&path))
+    Ok(())
 }
 
 /// One request's entry in one of the lists (vLLM: 0 / [] / "" for a failed request).
@@ -141,8 +180,9 @@ fn totals(records: &Path, stream: bool) -> Result<Totals, WriteError> {
     Ok(t)
 }
 
-/// The keys that describe the run's setup, as `vllm bench serve` writes them.
-fn setup_keys(m: &mut Map<String, Value>, summary: &Summary) {
+/// The keys that describe the run's setup, as `vllm bench serve` writes them: from vLLM's
+/// own arguments when `--save-result` gave them, else from the run's config.
+fn setup_keys(m: &mut Map<String, Value>, summary: &Summary, spec: Option<&VllmResult>) {
     let cfg = &summary.config;
     let backend = match cfg["endpoint"].as_str().unwrap_or("chat") {
         "chat" => "openai-chat",
@@ -152,21 +192,46 @@ fn setup_keys(m: &mut Map<String, Value>, summary: &Summary) {
         m.insert(k.to_string(), v);
     };
     put("date", json!(vllm_date(&summary.started_at)));
-    put("endpoint_type", json!(backend));
-    put("backend", json!(backend));
-    put("label", Value::Null);
-    put("model_id", cfg["model"].clone());
-    put("tokenizer_id", cfg["model"].clone());
-    put("num_prompts", json!(summary.counts.scheduled));
     let rate = summary.target.request_rate;
-    put("request_rate", rate.map_or(json!("inf"), |r| json!(r)));
     let burstiness = cfg["load"]["arrival"]["burstiness"].as_f64().unwrap_or(1.0);
-    put("burstiness", json!(burstiness));
-    put("max_concurrency", json!(summary.target.concurrency));
+    let Some(s) = spec else {
+        put("endpoint_type", json!(backend));
+        put("backend", json!(backend));
+        put("label", Value::Null);
+        put("model_id", cfg["model"].clone());
+        put("tokenizer_id", cfg["model"].clone());
+        put("num_prompts", json!(summary.counts.scheduled));
+        put("request_rate", rate.map_or(json!("inf"), |r| json!(r)));
+        put("burstiness", json!(burstiness));
+        put("max_concurrency", json!(summary.target.concurrency));
+        return;
+    };
+    put("endpoint_type", json!(s.backend));
+    put("backend", json!(s.backend));
+    put("label", json!(s.label));
+    put("model_id", json!(s.model_id));
+    put("tokenizer_id", json!(s.tokenizer_id));
+    put(
+        "num_prompts",
+        json!(s.num_prompts.unwrap_or(summary.counts.scheduled)),
+    );
+    for (k, v) in &s.metadata {
+        put(k, json!(v));
+    }
+    put(
+        "request_rate",
+        s.request_rate.map_or(json!("inf"), |r| json!(r)),
+    );
+    put("burstiness", json!(s.burstiness));
+    put("max_concurrency", json!(s.max_concurrency));
 }
 
 /// Everything but the lists: setup keys, totals, throughputs, peaks and the four metrics.
-fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
+fn aggregates(
+    records: &Path,
+    summary: &Summary,
+    spec: Option<&VllmResult>,
+) -> Result<Map<String, Value>, WriteError> {
     let stream = summary.config["stream"].as_bool().unwrap_or(true);
     let t = totals(records, stream)?;
     let mut peaks = Peaks {
@@ -183,7 +248,7 @@ fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, W
     let f = t.view.finish(&percentiles);
     let per_s = |n: f64| (f.duration_s > 0.0).then(|| n / f.duration_s);
     let mut m = Map::new();
-    setup_keys(&mut m, summary);
+    setup_keys(&mut m, summary, spec);
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
@@ -204,10 +269,17 @@ fn aggregates(records: &Path, summary: &Summary) -> Result<Map<String, Value>, W
     let (tok, conc) = peaks.max();
     put("max_output_tokens_per_s", json!(tok));
     put("max_concurrent_requests", json!(conc));
-    metric_keys(&mut m, "ttft", &f.ttft_ms, &percentiles);
-    metric_keys(&mut m, "tpot", &f.tpot_ms, &percentiles);
-    metric_keys(&mut m, "itl", &f.itl_ms, &percentiles);
-    metric_keys(&mut m, "e2el", &f.e2e_ms, &percentiles);
+    let chosen = |name: &str| spec.is_none_or(|s| s.metrics.iter().any(|m| m == name));
+    for (name, st) in [
+        ("ttft", &f.ttft_ms),
+        ("tpot", &f.tpot_ms),
+        ("itl", &f.itl_ms),
+        ("e2el", &f.e2e_ms),
+    ] {
+        if chosen(name) {
+            metric_keys(&mut m, name, st, &percentiles);
+        }
+    }
     Ok(m)
 }
 
