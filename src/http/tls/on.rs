@@ -120,7 +120,8 @@ pub fn probe(
     config: Arc<ClientConfig>,
     timeout: Duration,
 ) -> Result<impl Read + Write, TlsError> {
-    // Before the handshake there is no certificate to blame: the kind is `Other`.
+    // A connect that fails has no certificate to blame (kind `Other`); a refused handshake
+    // is read for its kind and fix.
     let fail = |e: std::io::Error| handshake_failure(host, addr.port(), &e);
     let name = server_name(host)?;
     let mut tcp = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;

@@ -156,7 +156,12 @@ fn tls_a_leaf_of_a_cacert_ca_goes_through_webpki() {
     let v = verifier(&[&ca_der]);
     check(&v, &[leaf.clone(), ca_der.clone()], "localhost", at(NOW_S)).unwrap();
     // The chain is WebPKI's: its name check is the same.
-    let e = certificate_error(check(&v, &[leaf.clone()], "other.example", at(NOW_S)));
+    let e = certificate_error(check(
+        &v,
+        std::slice::from_ref(&leaf),
+        "other.example",
+        at(NOW_S),
+    ));
     assert!(
         matches!(e, CertificateError::NotValidForNameContext { .. }),
         "{e:?}"
