@@ -83,7 +83,7 @@ pub fn rfc3339_now() -> String {
     rfc3339(secs)
 }
 
-fn rfc3339(unix_s: u64) -> String {
+pub(crate) fn rfc3339(unix_s: u64) -> String {
     let (days, rem) = (unix_s / 86_400, unix_s % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
     format!(

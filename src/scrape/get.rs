@@ -358,7 +358,7 @@ impl Fetcher {
     fn secure(&self, tcp: TcpStream, deadline: Deadline) -> Result<Conn, ScrapeError> {
         match &self.tls {
             None => Ok(Conn::Plain(tcp)),
-            Some(config) => handshake(tcp, config, &self.url.host, deadline),
+            Some(config) => handshake(tcp, config, &self.url, deadline),
         }
     }
 
@@ -438,9 +438,10 @@ fn read(conn: &mut Conn, buf: &mut [u8], deadline: Deadline) -> Result<usize, Sc
 fn handshake(
     mut tcp: TcpStream,
     config: &Arc<ClientConfig>,
-    host: &str,
+    url: &MetricsUrl,
     deadline: Deadline,
 ) -> Result<Conn, ScrapeError> {
+    let (host, port) = (url.host.as_str(), url.port);
     let name = tls::server_name(host).map_err(|e| ScrapeError::Setup(e.to_string()))?;
     let mut conn = rustls::ClientConnection::new(Arc::clone(config), name)
         .map_err(|e| ScrapeError::Connect(format!("TLS: {e}")))?;
@@ -449,7 +450,8 @@ fn handshake(
         conn.complete_io(&mut tcp)
             .map_err(|e| match deadline.io_error(&e) {
                 ScrapeError::Timeout(ms) => ScrapeError::Timeout(ms),
-                _ => ScrapeError::Connect(format!("TLS handshake with {host}: {e}")),
+                // The same words as the run's own check: what failed and what to do.
+                _ => ScrapeError::Connect(tls::handshake_failure(host, port, &e).to_string()),
             })?;
     }
     Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))))
@@ -460,7 +462,7 @@ fn handshake(
 fn handshake(
     _: TcpStream,
     config: &Arc<ClientConfig>,
-    _: &str,
+    _: &MetricsUrl,
     _: Deadline,
 ) -> Result<Conn, ScrapeError> {
     match **config {}

@@ -1,10 +1,14 @@
 //! TLS end to end on loopback: the simulator serves a certificate made at test time (rcgen),
 //! the client verifies it through `--cacert`, refuses a wrong host, an expired certificate
-//! and an unknown issuer (the system roots) with a clear message before sending anything,
-//! and with `--insecure` runs anyway and says so in the warnings. Runs are serialized.
+//! and an unknown issuer (the system roots) with a clear message and kind before sending
+//! anything, and with `--insecure` runs anyway and says so in the warnings. Issue 20 item 7:
+//! a `CA:TRUE` self-signed certificate (what `openssl req -x509` makes) given in `--cacert`
+//! and served as the server's own is taken, name and dates still checked. Runs are serialized.
 
 use crate::support::common::{cpu_pair, lock, made_dir};
+use ringbench::http::tls::{HandshakeKind, TlsError};
 use ringbench::plan::{Load, Plan, Stop};
+use ringbench::RunError;
 use std::path::{Path, PathBuf};
 
 struct Certs {
@@ -14,11 +18,22 @@ struct Certs {
 impl Certs {
     /// A self-signed certificate for `names`, valid now unless `expired`.
     fn make(tag: &str, names: &[&str], expired: bool) -> (Certs, PathBuf, PathBuf) {
+        Certs::make_as(tag, names, expired, false)
+    }
+
+    /// The same, with `basicConstraints CA:TRUE` when `ca` (as `openssl req -x509` makes it).
+    fn make_as(tag: &str, names: &[&str], expired: bool, ca: bool) -> (Certs, PathBuf, PathBuf) {
         let dir = made_dir(tag);
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params =
             rcgen::CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
                 .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, format!("ringbench test {tag}"));
+        if ca {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
         if expired {
             params.not_before = rcgen::date_time_ymd(2020, 1, 1);
             params.not_after = rcgen::date_time_ymd(2021, 1, 1);
@@ -50,9 +65,13 @@ fn tls_sim(cert: &Path, key: &Path) -> ringbench::sim::SimHandle {
 }
 
 fn https_plan(port: u16, cacert: Option<&Path>, insecure: bool) -> Plan {
+    https_plan_to("127.0.0.1", port, cacert, insecure)
+}
+
+fn https_plan_to(host: &str, port: u16, cacert: Option<&Path>, insecure: bool) -> Plan {
     let mut p = Plan::defaults();
     p.cpus = vec![cpu_pair().0];
-    p.target = Some(ringbench::plan::Target::parse(&format!("https://127.0.0.1:{port}")).unwrap());
+    p.target = Some(ringbench::plan::Target::parse(&format!("https://{host}:{port}")).unwrap());
     p.sim = None;
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {
@@ -87,10 +106,11 @@ fn https_with_a_private_ca_measures_every_request() {
     assert!(why.contains("TLS"), "{why}");
 }
 
-fn refused(tag: &str, names: &[&str], expired: bool, with_ca: bool) -> String {
-    let (_c, cert, key) = Certs::make(tag, names, expired);
-    let sim = tls_sim(&cert, &key);
-    let mut p = https_plan(sim.addr.port(), with_ca.then_some(cert.as_path()), false);
+/// The run against a simulator serving `served` with `cacert` (or the system roots) must
+/// stop before sending: the kind and the message.
+fn refused_with(served: (&Path, &Path), cacert: Option<&Path>) -> (HandshakeKind, String) {
+    let sim = tls_sim(served.0, served.1);
+    let mut p = https_plan(sim.addr.port(), cacert, false);
     p.model = Some("m".into());
     let err = ringbench::run(&p).expect_err("the run must refuse");
     let msg = err.to_string();
@@ -99,31 +119,42 @@ fn refused(tag: &str, names: &[&str], expired: bool, with_ca: bool) -> String {
         msg.contains("--insecure"),
         "the message names the way out: {msg}"
     );
-    msg
+    match err {
+        RunError::Tls(TlsError::Handshake { kind, .. }) => (kind, msg),
+        other => panic!("not a handshake refusal: {other:?}"),
+    }
+}
+
+fn refused(tag: &str, names: &[&str], expired: bool) -> String {
+    let (_c, cert, key) = Certs::make(tag, names, expired);
+    refused_with((&cert, &key), Some(&cert)).1
 }
 
 #[test]
 fn a_certificate_for_another_host_is_refused_clearly() {
     let _g = lock();
-    let msg = refused("host", &["other.example"], false, true);
+    let msg = refused("host", &["other.example"], false);
     assert!(msg.to_lowercase().contains("not valid for name"), "{msg}");
 }
 
 #[test]
 fn an_expired_certificate_is_refused_clearly() {
     let _g = lock();
-    let msg = refused("expired", &["127.0.0.1"], true, true);
+    let msg = refused("expired", &["127.0.0.1"], true);
     assert!(msg.to_lowercase().contains("expired"), "{msg}");
 }
 
 #[test]
 fn a_self_signed_certificate_is_not_in_the_system_roots() {
     let _g = lock();
-    let msg = refused("roots", &["127.0.0.1"], false, false);
+    let (_c, cert, key) = Certs::make("roots", &["127.0.0.1"], false);
+    let (kind, msg) = refused_with((&cert, &key), None);
+    assert_eq!(kind, HandshakeKind::UnknownIssuer, "{msg}");
     assert!(
         msg.contains("UnknownIssuer") || msg.contains("unknown issuer"),
         "{msg}"
     );
+    assert!(msg.contains("with --cacert FILE"), "says what to do: {msg}");
 }
 
 #[test]
@@ -140,5 +171,64 @@ fn insecure_runs_against_a_wrong_host_and_says_so() {
     assert!(
         warnings.contains("--insecure") && warnings.contains("NOT verified"),
         "{warnings}"
+    );
+}
+
+/// What `openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -addext
+/// subjectAltName=DNS:localhost` makes: self-signed, `CA:TRUE`, SAN localhost.
+fn openssl_like(tag: &str, names: &[&str], expired: bool) -> (Certs, PathBuf, PathBuf) {
+    Certs::make_as(tag, names, expired, true)
+}
+
+#[test]
+fn issue20_ca_true_self_signed_certificate_is_trusted_through_cacert() {
+    let _g = lock();
+    let (_c, cert, key) = openssl_like("ca-ok", &["localhost"], false);
+    let sim = tls_sim(&cert, &key);
+    let mut p = https_plan_to("localhost", sim.addr.port(), Some(&cert), false);
+    p.stop.request_count = Some(100);
+    let s = ringbench::run(&p).expect("a CA:TRUE certificate given as itself is taken");
+    let s = serde_json::to_value(&s).unwrap();
+    assert_eq!(s["counts"]["ok"], 100, "{}", s["counts"]);
+    assert_eq!(s["counts"]["failed"], 0, "{}", s["counts"]);
+    assert!(!s["warnings"].to_string().contains("--insecure"));
+}
+
+#[test]
+fn issue20_ca_true_certificate_for_another_host_is_refused() {
+    let _g = lock();
+    let (_c, cert, key) = openssl_like("ca-host", &["other.example"], false);
+    let (kind, msg) = refused_with((&cert, &key), Some(&cert));
+    assert_eq!(kind, HandshakeKind::WrongName, "{msg}");
+    assert!(msg.contains("not valid for name"), "{msg}");
+    assert!(
+        msg.contains("the certificate is for other.example, not 127.0.0.1"),
+        "names the host and the certificate's names: {msg}"
+    );
+}
+
+#[test]
+fn issue20_expired_ca_true_certificate_is_refused() {
+    let _g = lock();
+    let (_c, cert, key) = openssl_like("ca-expired", &["127.0.0.1"], true);
+    let (kind, msg) = refused_with((&cert, &key), Some(&cert));
+    assert_eq!(kind, HandshakeKind::Expired, "{msg}");
+    assert!(
+        msg.contains("expired at 2021-01-01T00:00:00Z: renew it"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn issue20_another_ca_true_certificate_in_cacert_is_refused() {
+    let _g = lock();
+    let (_s, served, key) = openssl_like("ca-served", &["127.0.0.1"], false);
+    let (_g2, given, _) = openssl_like("ca-given", &["127.0.0.1"], false);
+    let (kind, msg) = refused_with((&served, &key), Some(&given));
+    assert_eq!(kind, HandshakeKind::CaAsServer, "{msg}");
+    assert!(msg.contains("CaUsedAsEndEntity"), "{msg}");
+    assert!(
+        msg.contains("pass the file the server serves with --cacert"),
+        "{msg}"
     );
 }

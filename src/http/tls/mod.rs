@@ -8,16 +8,28 @@
 //!
 //! Roots: the operating system's store, read with `rustls-native-certs` (no network, and it
 //! honours what the host trusts, corporate CAs included, which a compiled-in Mozilla list
-//! like `webpki-roots` would not). `--cacert FILE` replaces them with a private CA.
+//! like `webpki-roots` would not). `--cacert FILE` replaces them with a private CA, and a
+//! `--cacert` certificate that a server presents as its own is trusted as exactly that
+//! certificate, name and dates still checked (`verify.rs`), as curl does with a self-signed
+//! `openssl req -x509` certificate. A handshake refused before the run is a `TlsError` of a
+//! `HandshakeKind`, with what to do about it (`failure.rs`).
 //!
 //! Without the `tls` feature (`off`), the same names exist but no config can be made: every
 //! way in refuses with `TlsError::NotBuilt`, so nothing past it needs its own switch.
 
+#[cfg(feature = "tls")]
+mod failure;
 #[cfg(not(feature = "tls"))]
 mod off;
 #[cfg(feature = "tls")]
 mod on;
+#[cfg(feature = "tls")]
+mod verify;
+#[cfg(all(test, feature = "tls"))]
+mod verify_tests;
 
+#[cfg(feature = "tls")]
+pub use failure::handshake_failure;
 #[cfg(not(feature = "tls"))]
 pub use off::*;
 #[cfg(feature = "tls")]
@@ -27,7 +39,10 @@ pub use on::*;
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// The `--cacert` file cannot be read or holds no usable certificate.
-    #[error("--cacert {path}: {why} (give a PEM file with the CA certificate)")]
+    #[error(
+        "--cacert {path}: {why} (give a PEM file with the CA certificate, or with the \
+         server's own self-signed one)"
+    )]
     CaCert {
         /// The file, as given.
         path: String,
@@ -52,15 +67,16 @@ pub enum TlsError {
     Name(String),
     /// The handshake before the run failed (wrong host name, untrusted or expired
     /// certificate, no TLS on the port, …).
-    #[error(
-        "TLS handshake with {host} failed: {why} (check the URL's host name, the server's \
-         certificate and --cacert; --insecure skips verification)"
-    )]
+    #[error("TLS handshake with {host} failed: {why}; {fix}")]
     Handshake {
         /// The host the handshake was made with.
         host: String,
-        /// What failed.
+        /// What kind of refusal it was.
+        kind: HandshakeKind,
+        /// What failed, as rustls put it.
         why: String,
+        /// What to do about it (it always ends naming `--insecure`).
+        fix: String,
     },
     /// rustls refused the configuration.
     #[error("TLS setup failed: {0}")]
@@ -71,4 +87,27 @@ pub enum TlsError {
          feature (on by default): rebuild with it, or use http://"
     )]
     NotBuilt,
+}
+
+/// Why a handshake was refused, as far as the client can tell: each kind has its own fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeKind {
+    /// The certificate is signed by no CA the client trusts (the system's roots, or
+    /// `--cacert`'s): give the CA that issued it, or the server's own certificate, with
+    /// `--cacert`.
+    UnknownIssuer,
+    /// The certificate does not name the URL's host: connect by a name it carries, or
+    /// give the server a certificate whose subjectAltName holds the host.
+    WrongName,
+    /// The certificate's notAfter has passed: renew it.
+    Expired,
+    /// The certificate's notBefore is still ahead: check the clocks, or wait.
+    NotYetValid,
+    /// The server presents a CA certificate (`CA:TRUE`) as its own, and it is not in
+    /// `--cacert`: give that very certificate with `--cacert` to trust it as itself.
+    CaAsServer,
+    /// The certificate does not allow use by a TLS server (its extended key usage).
+    WrongUsage,
+    /// Anything else: the port serves no TLS, the connection was reset, a protocol error, …
+    Other,
 }

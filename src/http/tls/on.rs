@@ -1,5 +1,7 @@
 //! The TLS of a build with the `tls` feature: rustls with the ring provider.
 
+use super::failure::handshake_failure;
+use super::verify::CaCertVerifier;
 use super::TlsError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring, verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -17,7 +19,8 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
 }
 
-/// The client config: system roots, or `cacert`'s only; `insecure` verifies nothing.
+/// The client config: system roots, or `cacert`'s only (each also trusted as itself when a
+/// server presents it: `verify.rs`); `insecure` verifies nothing.
 pub fn client_config(cacert: Option<&Path>, insecure: bool) -> Result<Arc<ClientConfig>, TlsError> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -28,16 +31,24 @@ pub fn client_config(cacert: Option<&Path>, insecure: bool) -> Result<Arc<Client
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
             .with_no_client_auth()
     } else {
+        let (roots, exact) = roots(cacert)?;
+        let verifier = CaCertVerifier::new(roots, exact, provider())
+            .map_err(|e| TlsError::Config(e.to_string()))?;
         builder
-            .with_root_certificates(roots(cacert)?)
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
-fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
+/// The roots for WebPKI, and the `--cacert` certificates to trust as themselves.
+type Roots = (RootCertStore, Vec<CertificateDer<'static>>);
+
+fn roots(cacert: Option<&Path>) -> Result<Roots, TlsError> {
     let mut store = RootCertStore::empty();
+    let mut exact = Vec::new();
     match cacert {
         Some(path) => {
             let bad = |why: String| TlsError::CaCert {
@@ -52,7 +63,8 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
                 return Err(bad("no certificate in it".into()));
             }
             for c in certs {
-                store.add(c).map_err(|e| bad(e.to_string()))?;
+                store.add(c.clone()).map_err(|e| bad(e.to_string()))?;
+                exact.push(c);
             }
         }
         None => {
@@ -67,7 +79,7 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
             }
         }
     }
-    Ok(store)
+    Ok((store, exact))
 }
 
 /// The server name to send and verify: the URL's host (a name or an IP address).
@@ -108,18 +120,17 @@ pub fn probe(
     config: Arc<ClientConfig>,
     timeout: Duration,
 ) -> Result<impl Read + Write, TlsError> {
-    let fail = |why: String| TlsError::Handshake {
-        host: host.to_string(),
-        why,
-    };
+    // A connect that fails has no certificate to blame (kind `Other`); a refused handshake
+    // is read for its kind and fix.
+    let fail = |e: std::io::Error| handshake_failure(host, addr.port(), &e);
     let name = server_name(host)?;
-    let mut tcp = TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(e.to_string()))?;
+    let mut tcp = TcpStream::connect_timeout(&addr, timeout).map_err(fail)?;
     let _ = tcp.set_read_timeout(Some(timeout));
     let _ = tcp.set_write_timeout(Some(timeout));
-    let mut conn = rustls::ClientConnection::new(config, name).map_err(|e| fail(e.to_string()))?;
+    let mut conn =
+        rustls::ClientConnection::new(config, name).map_err(|e| fail(std::io::Error::other(e)))?;
     while conn.is_handshaking() {
-        conn.complete_io(&mut tcp)
-            .map_err(|e| fail(e.to_string()))?;
+        conn.complete_io(&mut tcp).map_err(fail)?;
     }
     Ok(rustls::StreamOwned::new(conn, tcp))
 }
