@@ -209,15 +209,10 @@ impl Scraping {
             return;
         }
         self.warmup_open = false;
-        if let Some(s) = &self.scraper {
-            match gated {
-                true => {
-                    s.mark(Phase::Measure);
-                }
-                false => {
-                    s.mark_nowait(Phase::Measure);
-                }
-            }
+        match &self.scraper {
+            Some(s) if gated => _ = s.mark(Phase::Measure),
+            Some(s) => _ = s.mark_nowait(Phase::Measure),
+            None => {}
         }
         if let Some(q) = &mut self.prometheus {
             q.t0_ns = q.clock.now_ns();

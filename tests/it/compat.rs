@@ -5,31 +5,10 @@
 //! (`--result-dir`/`--result-filename`) with vLLM's keys, and `completed` is `--num-prompts`.
 //! Bad vLLM values exit 2 naming the flag. Runs take the one lock; the usage errors need none.
 
-use crate::support::common::{cpu_pair, lock, made_dir, output, read_json, ringbench};
+use crate::support::common::{lock, made_dir, output, read_json, ringbench, spawn_sim};
 use crate::support::gpt2;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
-
-/// `ringbench sim --port 0` on the last CPU; the child and its `host:port`.
-fn start_sim() -> (Child, String) {
-    let (_, sim_cpu) = cpu_pair();
-    let mut sim = ringbench(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the simulator starts");
-    let mut first = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("first line names the address")
-        .to_string();
-    (sim, addr)
-}
 
 /// The perf lab's `vllm bench serve` line, `vllm bench serve` replaced by `ringbench run`.
 fn vllm_line(url: &str, tokenizer: &Path, dir: &Path, rate: &[&str]) -> Vec<String> {
@@ -150,7 +129,7 @@ fn check_result(r: &Value, rate: &Value, max_concurrency: &Value, tokenizer: &Pa
 fn vllm_lines_run_unchanged_against_the_simulator() {
     let _g = lock();
     let tokenizer = gpt2::tokenizer_json();
-    let (mut sim, addr) = start_sim();
+    let (mut sim, addr) = spawn_sim();
     let url = format!("http://{addr}");
     let cases: [(&str, &[&str], Value, Value); 2] = [
         (

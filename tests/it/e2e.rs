@@ -284,20 +284,8 @@ fn refused_connections_are_failures_not_latencies() {
 #[test]
 fn binary_against_a_separate_simulator_process() {
     let _g = lock();
-    let (client_cpu, sim_cpu) = cpu_pair();
-    let mut sim = ringbench(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the simulator starts");
-    let mut first = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("first line names the address")
-        .to_string();
+    let (client_cpu, _) = cpu_pair();
+    let (mut sim, addr) = common::spawn_sim();
     let out = made_dir("binary-run");
     let status = ringbench([
         "run",

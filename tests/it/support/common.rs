@@ -13,6 +13,7 @@ use ringbench::plan::Plan;
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::io::Write;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -72,6 +73,26 @@ pub fn sim_plan() -> Plan {
 pub fn run_summary(p: &Plan) -> Value {
     let summary = ringbench::run(p).expect("the run completes");
     serde_json::to_value(&summary).expect("the summary serializes")
+}
+
+/// The built binary's `ringbench sim --port 0` on the simulator's CPU (`cpu_pair`): the child
+/// and the `host:port` its first line names.
+pub fn spawn_sim() -> (Child, String) {
+    let (_, sim_cpu) = cpu_pair();
+    let mut sim = ringbench(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the simulator starts");
+    let mut first = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("first line names the address")
+        .to_string();
+    (sim, addr)
 }
 
 /// The built binary with `args`. Its stdin is closed: it never reads it, and a test must not
