@@ -181,15 +181,27 @@ impl Target {
         if authority.contains('@') {
             return bad("--url: put credentials in --api-key or --header, not in the URL");
         }
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
-                let port = p
-                    .parse()
-                    .map_err(|_| PlanError(format!("--url '{url}': bad port '{p}'")))?;
-                (h.trim_matches(|c| c == '[' || c == ']').to_string(), port)
+        let (host, port) = match split_authority(authority) {
+            Some(parts) => parts,
+            None => {
+                return bad(format!(
+                    "--url '{url}': an IPv6 address goes in brackets, like http://[::1]:8000"
+                ))
             }
-            _ => (authority.to_string(), if https { 443 } else { 80 }),
         };
+        let port = match port {
+            None => {
+                if https {
+                    443
+                } else {
+                    80
+                }
+            }
+            Some(p) => p
+                .parse()
+                .map_err(|_| PlanError(format!("--url '{url}': bad port '{p}'")))?,
+        };
+        let host = host.to_string();
         if host.is_empty() {
             return bad(format!("--url '{url}': no host"));
         }
@@ -204,6 +216,39 @@ impl Target {
             port,
             base_path,
         })
+    }
+}
+
+impl Target {
+    /// The `Host` header's value: the host (an IPv6 literal in brackets), and the port unless
+    /// it is the scheme's default.
+    pub fn host_header(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        match (self.https, self.port) {
+            (false, 80) | (true, 443) => host,
+            (_, port) => format!("{host}:{port}"),
+        }
+    }
+}
+
+/// `host[:port]` or `[v6]` / `[v6]:port` → the host (without brackets) and the port as
+/// written; `None` for an IPv6 literal without brackets or a bracket left open.
+fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        return match after {
+            "" => Some((host, None)),
+            _ => Some((host, Some(after.strip_prefix(':')?))),
+        };
+    }
+    match authority.split_once(':') {
+        None => Some((authority, None)),
+        Some((_, port)) if port.contains(':') => None,
+        Some((host, port)) => Some((host, Some(port))),
     }
 }
 
@@ -623,6 +668,38 @@ impl ExportKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_parse_with_ipv6_brackets_default_ports_and_prefixes() {
+        let t = |u: &str| {
+            Target::parse(u).map(|t| (t.host.clone(), t.port, t.base_path.clone(), t.host_header()))
+        };
+        let ok = |h: &str, p: u16, b: &str, hh: &str| {
+            Ok((h.to_string(), p, b.to_string(), hh.to_string()))
+        };
+        assert_eq!(t("http://h:8000"), ok("h", 8000, "", "h:8000"));
+        assert_eq!(t("http://h"), ok("h", 80, "", "h"));
+        assert_eq!(t("https://h/m/v1/"), ok("h", 443, "/m", "h"));
+        assert_eq!(t("https://[::1]/m"), ok("::1", 443, "/m", "[::1]"));
+        assert_eq!(t("http://[::1]:8000"), ok("::1", 8000, "", "[::1]:8000"));
+        assert_eq!(
+            t("http://[fe80::1]:80/"),
+            ok("fe80::1", 80, "", "[fe80::1]")
+        );
+        for bad in [
+            "http://::1:8000",
+            "http://[::1",
+            "http://[::1]x",
+            "http://h:x",
+            "http://:80",
+            "h:80",
+            "http://u@h",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad} must be refused");
+        }
+        let e = Target::parse("http://::1:8000").unwrap_err();
+        assert!(e.0.contains("brackets"), "{}", e.0);
+    }
 
     #[test]
     fn secrets_never_serialize() {

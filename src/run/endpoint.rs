@@ -48,7 +48,7 @@ pub(super) fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
         })?;
     Ok(Endpoint {
         addr,
-        host_header: format!("{}:{}", t.host, t.port),
+        host_header: t.host_header(),
         base_url: t.url.trim_end_matches('/').to_string(),
         sim: None,
         tls,

@@ -69,17 +69,16 @@ impl MetricsUrl {
         })
     }
 
-    /// The `Host` header's value.
+    /// The `Host` header's value (`Target::host_header`'s rule).
     fn authority(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        match (self.https, self.port) {
-            (false, 80) | (true, 443) => host,
-            (_, port) => format!("{host}:{port}"),
+        Target {
+            url: String::new(),
+            https: self.https,
+            host: self.host.clone(),
+            port: self.port,
+            base_path: String::new(),
         }
+        .host_header()
     }
 }
 
