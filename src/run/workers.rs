@@ -10,7 +10,7 @@ use crate::prepare::catalog::Catalog;
 use crate::record::handoff::{self, CollectorLink};
 use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
-use crate::worker::{self, Shared, WorkerEnd, WorkerSetup, WorkerThread};
+use crate::worker::{self, Shared, StartGate, WorkerEnd, WorkerSetup, WorkerThread};
 use std::sync::Arc;
 
 /// Records in flight between the workers and the collector, all workers together (each
@@ -35,7 +35,8 @@ pub(super) struct Started {
     pub schedule: Option<Schedule>,
 }
 
-/// Starts every worker; the schedule begins `START_LEAD_NS` after the run clock's origin.
+/// Starts every worker; the schedule begins `START_LEAD_NS` after every worker is ready
+/// (pinned, its own copy of the catalog made).
 pub(super) fn start(
     plan: &Plan,
     ep: &Endpoint,
@@ -52,7 +53,8 @@ pub(super) fn start(
     let mut links = Vec::with_capacity(n);
     let fd_budget = fd_budget(plan);
     let schedule = open_schedule(plan);
-    let start_ns = clock.now_ns() + START_LEAD_NS;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut starts = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(plan.cpus.len());
     for (index, &cpu) in plan.cpus.iter().enumerate() {
         let setup = WorkerSetup {
@@ -63,17 +65,30 @@ pub(super) fn start(
             addr: ep.addr,
             catalog: catalog.clone(),
             clock,
-            start_ns,
+            start_ns: 0,
             schedule: schedule.clone(),
             lane_cap: lane_cap(plan, index, fd_budget),
             shared: shared.clone(),
             tls: tls_connector(ep)?,
         };
         let (worker_link, collector_link) = handoff::link(record_ring, spare_ring);
-        let handle = worker::spawn(setup, worker_link)
+        let (start_tx, start_rx) = std::sync::mpsc::channel();
+        let gate = StartGate {
+            ready: ready_tx.clone(),
+            start_ns: start_rx,
+        };
+        let handle = worker::spawn(setup, worker_link, gate)
             .map_err(super::io_err("cannot start a worker thread"))?;
+        starts.push(start_tx);
         handles.push(handle);
         links.push(collector_link);
+    }
+    // Returns once every worker has said it is ready (or is gone).
+    drop(ready_tx);
+    while ready_rx.recv().is_ok() {}
+    let start_ns = clock.now_ns() + START_LEAD_NS;
+    for s in starts {
+        let _ = s.send(start_ns);
     }
     Ok(Started {
         handles,

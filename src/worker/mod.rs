@@ -85,10 +85,11 @@ pub struct WorkerSetup {
     pub cpu: usize,
     pub plan: Arc<Plan>,
     pub addr: SocketAddr,
-    /// The worker's own copy: cloning `Bytes` then never touches another core's cache line.
+    /// The run's catalog; the worker reads its own copy of it (`Catalog::for_worker`, made on
+    /// its thread before the start).
     pub catalog: Catalog,
     pub clock: RunClock,
-    /// Run-clock time at which the schedule starts.
+    /// Run-clock time at which the schedule starts: set by the start handshake (`StartGate`).
     pub start_ns: u64,
     /// Open loop: most requests this worker keeps in flight (its share of
     /// `--max-concurrency`, or of the file-descriptor limit). At the cap an arrival waits for
@@ -127,13 +128,32 @@ pub struct WorkerEnd {
 /// or why its runtime could not be built.
 pub type WorkerThread = std::thread::JoinHandle<std::io::Result<WorkerEnd>>;
 
-/// Starts the worker thread. It pins itself, builds its runtime, runs its share, and returns
-/// its statistics when every one of its requests has a record. Its records leave on `link`.
-pub fn spawn(setup: WorkerSetup, link: WorkerLink) -> std::io::Result<WorkerThread> {
+/// The start handshake: a worker says it is ready (pinned, its catalog copied) and waits for
+/// the run-clock time its schedule starts at, which is set once every worker is ready, so
+/// the copies never eat into the start's lead.
+pub struct StartGate {
+    pub ready: std::sync::mpsc::Sender<()>,
+    pub start_ns: std::sync::mpsc::Receiver<u64>,
+}
+
+/// Starts the worker thread. It pins itself, copies its catalog, waits for the start time
+/// (`gate`), builds its runtime, runs its share, and returns its statistics when every one of
+/// its requests has a record. Its records leave on `link`.
+pub fn spawn(
+    mut setup: WorkerSetup,
+    link: WorkerLink,
+    gate: StartGate,
+) -> std::io::Result<WorkerThread> {
     std::thread::Builder::new()
         .name(format!("ringbench-w{}", setup.index))
         .spawn(move || {
             let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: setup.cpu });
+            setup.catalog = setup.catalog.for_worker();
+            let _ = gate.ready.send(());
+            drop(gate.ready);
+            setup.start_ns = gate.start_ns.recv().map_err(|_| {
+                std::io::Error::other("the run was abandoned before its workers started")
+            })?;
             let plan_driver = setup.plan.io_driver;
             let ring = match spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup)) {
                 true => Ring::Polling,
