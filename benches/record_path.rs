@@ -1,5 +1,7 @@
 //! Measures the record path (stage `record → collector`): what one finished request costs
-//! after its last byte — the crossbeam channel hop from a worker to the collector thread,
+//! after its last byte — the hop from a worker to the collector thread (a pass's records
+//! through the worker's ring and their buffers back, against the one crossbeam channel of
+//! before, a `send` per record),
 //! `Collector::add` (histograms, counters, goodput) without and with the streamed
 //! `requests.jsonl` line, and the line formatting alone. One 16-token streamed record,
 //! the shape of the overhead benchmark's requests.
@@ -7,7 +9,9 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringbench::__private::{format_line, Collector};
 use ringbench::plan::Plan;
+use ringbench::record::handoff;
 use ringbench::record::{EventStamp, OslSource, Outcome, Record};
+use std::collections::VecDeque;
 use std::hint::black_box;
 
 fn record(id: u64) -> Record {
@@ -81,6 +85,28 @@ fn collector_add(c: &mut Criterion) {
             |r| {
                 tx.send(r).expect("receiver alive");
                 black_box(rx.recv().expect("sender alive"))
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    // One pass's 8 records onto the worker's ring in one batch, taken by the collector, their
+    // buffers back to the worker: per record.
+    const PASS: usize = 8;
+    let (mut worker, mut collector) = handoff::link(1024, 1024);
+    let mut outbox = VecDeque::with_capacity(PASS);
+    let mut free = Vec::with_capacity(2048);
+    g.throughput(Throughput::Elements(PASS as u64));
+    g.bench_function("ring_hop_worker_to_collector_8_per_pass", |b| {
+        b.iter_batched(
+            || (0..PASS as u64).map(record).collect::<Vec<_>>(),
+            |recs| {
+                outbox.extend(recs);
+                worker.push_from(&mut outbox);
+                collector.drain(|r| {
+                    black_box(r);
+                });
+                worker.take_spares(&mut free);
+                free.clear();
             },
             criterion::BatchSize::SmallInput,
         )

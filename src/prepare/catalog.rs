@@ -9,6 +9,15 @@
 //! copies the entry into the lane's own buffer and writes the request's salt there — a copy
 //! and a few word-sized writes, no allocation once the buffer has grown, and no count shared
 //! with other cores (a shared `Bytes` would bump one refcount from every core).
+//!
+//! Every entry's bytes sit back to back in one arena, with `PAD` unused bytes on either side
+//! so no cache line of it holds anything else. Each worker reads its own copy of what a
+//! request reads (`Catalog::for_worker`, made on the worker's thread before the run starts):
+//! the entries' places and the salt words always, the arena while it is at most
+//! `OWN_COPY_MAX_BYTES` (64 MiB: every synthetic workload of up to 1,024 prompts of ~16k
+//! tokens, a trace of ~16M prompt tokens) — memory: the arena once more per worker. A larger
+//! arena (a trace may hold 2^28 prompt tokens, ~1 GiB) is shared read-only by every worker:
+//! nothing writes it during the run, so reading it moves no cache line between cores.
 
 use crate::plan::RunId;
 use crate::plan::{Endpoint, Plan};
@@ -24,10 +33,12 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// One pre-built request.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Entry {
-    /// Head and body, with the words of salt value 0 where the salt goes.
-    pub bytes: Box<[u8]>,
+    /// Where its head and body (with the words of salt value 0 where the salt goes) are in
+    /// the arena, and how long.
+    at: usize,
+    len: u32,
     pub input_tokens: u32,
     /// `max_tokens` asked: the intended output length.
     pub output_tokens: u32,
@@ -44,10 +55,45 @@ pub struct Spot {
     pub words: u32,
 }
 
-/// All requests of a run; entry `id % len` is sent for arrival `id`. Clones share the
-/// entries (read-only).
+/// Unused bytes on either side of the arena: two cache lines (the adjacent-line prefetcher
+/// pairs them), so no line of the arena is shared with another allocation.
+const PAD: usize = 128;
+
+/// The largest arena each worker gets a copy of; a larger one is shared read-only.
+pub const OWN_COPY_MAX_BYTES: usize = 64 << 20;
+
+/// Every entry's bytes back to back, `PAD` zero bytes on either side. Aligned to `PAD` so the
+/// `Arc` that holds it shares no cache line with another allocation either.
+#[repr(align(128))]
+#[derive(Debug)]
+struct Arena {
+    bytes: Box<[u8]>,
+}
+
+impl Arena {
+    /// An arena holding a copy of `all`.
+    fn new(all: &[u8]) -> Arena {
+        let mut bytes = vec![0u8; all.len() + 2 * PAD].into_boxed_slice();
+        bytes[PAD..PAD + all.len()].copy_from_slice(all);
+        Arena { bytes }
+    }
+
+    /// Every entry's bytes, back to back.
+    fn all(&self) -> &[u8] {
+        &self.bytes[PAD..self.bytes.len() - PAD]
+    }
+
+    #[inline]
+    fn get(&self, at: usize, len: u32) -> &[u8] {
+        &self.bytes[PAD + at..PAD + at + len as usize]
+    }
+}
+
+/// All requests of a run; entry `id % len` is sent for arrival `id`. Clones share everything
+/// (read-only); a worker reads from its own copy (`for_worker`).
 #[derive(Clone, Debug)]
 pub struct Catalog {
+    arena: Arc<Arena>,
     entries: Arc<[Entry]>,
     salt: Option<Arc<SaltPool>>,
     /// Added to the id before it becomes salt digits (the plan's `prompt_nonce`).
@@ -89,6 +135,7 @@ impl Catalog {
         let mut classes = HashMap::<(u64, u32), u32>::new();
         let mut class_values = vec![];
         let mut class_of = Vec::with_capacity(prompts.len());
+        let mut all_bytes = Vec::new();
         let entries: Vec<Entry> = prompts
             .into_iter()
             .map(|p| {
@@ -113,8 +160,11 @@ impl Catalog {
                     });
                 }
                 class_of.push(class);
+                let at = all_bytes.len();
+                all_bytes.extend_from_slice(&bytes);
                 Entry {
-                    bytes: bytes.into_boxed_slice(),
+                    at,
+                    len: bytes.len() as u32,
                     input_tokens: p.input_tokens,
                     output_tokens: p.max_tokens,
                     salt: spot,
@@ -122,9 +172,12 @@ impl Catalog {
                 }
             })
             .collect();
-        let max_bytes = entries.iter().map(|e| e.bytes.len()).max().unwrap_or(0);
+        let max_bytes = entries.iter().map(|e| e.len as usize).max().unwrap_or(0);
         let run_id = plan.sent_run_id();
+        let arena = Arena::new(&all_bytes);
+        drop(all_bytes);
         Catalog {
+            arena: Arc::new(arena),
             // `x-request-id: <run>-<20 digits>\r\n` at most.
             max_bytes: max_bytes + run_id.map_or(0, |r| HEADER.len() + r.as_str().len() + 25),
             run_id,
@@ -148,14 +201,15 @@ impl Catalog {
     #[inline]
     pub fn write(&self, id: u64, out: &mut Vec<u8>) -> &Entry {
         let e = self.get(id);
+        let bytes = self.arena.get(e.at, e.len);
         out.clear();
         let shift = match self.request_id(id) {
             None => {
-                out.extend_from_slice(&e.bytes);
+                out.extend_from_slice(bytes);
                 0
             }
             Some(rid) => {
-                let (head, rest) = e.bytes.split_at(e.head_end as usize);
+                let (head, rest) = bytes.split_at(e.head_end as usize);
                 out.extend_from_slice(head);
                 out.extend_from_slice(HEADER.as_bytes());
                 out.extend_from_slice(b": ");
@@ -206,10 +260,33 @@ impl Catalog {
             .unwrap_or(1)
     }
 
-    /// The entry sent for `id`: the catalog's bytes, before the salt of `id` is written.
+    /// The entry sent for `id`.
     #[inline]
     pub fn get(&self, id: u64) -> &Entry {
         &self.entries[(id % self.entries.len() as u64) as usize]
+    }
+
+    /// The bytes of the entry sent for `id`, before its id and salt are written.
+    #[cfg(test)]
+    pub fn bytes(&self, id: u64) -> &[u8] {
+        let e = self.get(id);
+        self.arena.get(e.at, e.len)
+    }
+
+    /// This catalog as one worker reads it, to be called on that worker's thread (so what it
+    /// allocates is that thread's): its own copy of the entries and the salt words, and of
+    /// the arena when that is at most `OWN_COPY_MAX_BYTES`, else the shared one (read-only).
+    pub fn for_worker(&self) -> Catalog {
+        let arena = match self.arena.all().len() <= OWN_COPY_MAX_BYTES {
+            true => Arc::new(Arena::new(self.arena.all())),
+            false => self.arena.clone(),
+        };
+        Catalog {
+            arena,
+            entries: Arc::from(&self.entries[..]),
+            salt: self.salt.as_deref().cloned().map(Arc::new),
+            ..self.clone()
+        }
     }
 
     /// Entries (distinct requests), for tests.
@@ -388,7 +465,7 @@ mod tests {
         assert_eq!(cat.len(), 100);
         let e = cat.get(101);
         assert_eq!((e.input_tokens, e.output_tokens), (7, 33));
-        let (path, body, auth) = parse(&e.bytes);
+        let (path, body, auth) = parse(cat.bytes(101));
         assert_eq!(path, "/v1/chat/completions");
         assert_eq!(body["model"], "m\"odel");
         assert_eq!(body["max_tokens"], 33);
@@ -472,8 +549,35 @@ mod tests {
         let plan = Plan::defaults();
         let a = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
         let b = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
-        assert_eq!(a.get(5).bytes, b.get(5).bytes);
-        assert_ne!(a.get(5).bytes, a.get(6).bytes);
+        assert_eq!(a.bytes(5), b.bytes(5));
+        assert_ne!(a.bytes(5), a.bytes(6));
+    }
+
+    /// Issue #18: a worker reads its own copy (nothing another core writes shares a line with
+    /// it), which sends the same bytes as the catalog it came from.
+    #[test]
+    fn a_workers_copy_is_its_own_and_sends_the_same_bytes() {
+        let mut plan = Plan::defaults();
+        plan.workload.prompt_salt = true;
+        plan.workload.prompt_nonce = Some(9);
+        let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
+        let own = cat.for_worker();
+        assert!(!Arc::ptr_eq(&cat.arena, &own.arena), "the arena is copied");
+        assert!(!Arc::ptr_eq(&cat.entries, &own.entries));
+        assert!(
+            own.salt.is_some()
+                && !Arc::ptr_eq(cat.salt.as_ref().unwrap(), own.salt.as_ref().unwrap())
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for id in [0, 1, 5, 1023, 1024, 77_777] {
+            cat.write(id, &mut a);
+            own.write(id, &mut b);
+            assert_eq!(a, b, "request {id}");
+        }
+        // The arena's padding is unused: nothing but the requests' bytes between its ends.
+        assert_eq!(own.arena.bytes.len(), own.arena.all().len() + 2 * PAD);
+        assert!(own.arena.bytes[..PAD].iter().all(|&b| b == 0));
+        assert_eq!(std::mem::align_of::<Arena>(), PAD);
     }
 
     #[test]
@@ -488,7 +592,7 @@ mod tests {
         r.extra_body =
             Some(serde_json::from_str(r#"{"top_p":0.9,"max_tokens":12,"seed":1}"#).unwrap());
         let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
-        let (path, body, _) = parse(&cat.get(0).bytes);
+        let (path, body, _) = parse(cat.bytes(0));
         assert_eq!(path, "/v1/completions");
         assert!(body["prompt"].is_string());
         assert_eq!(body["ignore_eos"], true);

@@ -286,7 +286,7 @@ fn trace_prompts_are_exact_and_shared_hash_ids_share_their_text() {
     // The catalog sends those texts: the request bodies keep the shared bytes.
     let cat = super::catalog::Catalog::build(&p, &prepared, "h", "m");
     let body = |i: u64| {
-        let b = &cat.get(i).bytes;
+        let b = cat.bytes(i);
         let at = b.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
         let v: serde_json::Value = serde_json::from_slice(&b[at..]).unwrap();
         v["messages"][0]["content"].as_str().unwrap().to_string()

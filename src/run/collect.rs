@@ -1,14 +1,14 @@
 //! Part of the run (wiring): the collector thread's loop — the calling thread, pinned off the
-//! workers' CPUs for the run — which takes the workers' records into the `Collector`, tells
-//! the `Observer`, sends emptied buffers back, and turns an interrupt into the workers' stop
-//! and cancel flags. Never prints.
+//! workers' CPUs for the run — which takes the workers' records off their rings into the
+//! `Collector`, tells the `Observer`, sends emptied buffers back to the worker they came
+//! from, and turns an interrupt into the workers' stop and cancel flags. Never prints.
 
 use super::workers::Started;
 use super::Observer;
 use crate::collector::Collector;
 use crate::prepare::WorkloadTally;
+use crate::record::handoff::CollectorLink;
 use crate::worker::Shared;
-use crossbeam_channel::TryRecvError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -37,12 +37,13 @@ impl Stopper<'_> {
 }
 
 /// The collector thread's loop: every record into the collector (and to the observer), its
-/// event vector back to the workers, the interrupt watched, and about once a second a
-/// progress call and a flush of the request log. Returns once every worker has hung up.
+/// buffers back to its worker, the interrupt watched, and about once a second a progress
+/// call and a flush of the request log. Returns once every worker has hung up.
 pub(super) fn collect(
     collector: &mut Collector,
     tally: &mut WorkloadTally,
     run: &Started,
+    links: &mut [CollectorLink],
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
     scraping: &mut super::server::Scraping,
@@ -50,7 +51,7 @@ pub(super) fn collect(
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
     loop {
         stopper.check(run.clock.now_ns());
-        let (taken, open) = drain(collector, tally, run, observer);
+        let (taken, open) = drain(collector, tally, links, observer);
         scraping.tick(&run.shared, &run.clock, run.start_ns);
         let now = run.clock.now_ns();
         if now >= next_tick_ns {
@@ -75,28 +76,28 @@ pub(super) fn collect(
 }
 
 /// How long the collector sleeps when it finds no record: at 30,000 records/s a batch of ~60,
-/// far below `RECORD_CHANNEL_CAP`.
+/// far below a worker's ring (`workers::RECORD_RING_TOTAL`).
 const COLLECT_POLL: Duration = Duration::from_millis(2);
 
-/// Takes every record waiting now; false once every worker has hung up and nothing is left.
+/// Takes every record waiting now on every worker's ring; false once every worker has hung
+/// up and nothing is left.
 fn drain(
     collector: &mut Collector,
     tally: &mut WorkloadTally,
-    run: &Started,
+    links: &mut [CollectorLink],
     observer: &mut impl Observer,
 ) -> (usize, bool) {
     let mut taken = 0;
-    loop {
-        match run.records.try_recv() {
-            Ok(mut rec) => {
-                collector.add_from_worker(&mut rec);
-                tally.add(&rec);
-                observer.on_record(&rec);
-                let _ = run.recycle.try_send(rec.take_spare());
-                taken += 1;
-            }
-            Err(TryRecvError::Empty) => return (taken, true),
-            Err(TryRecvError::Disconnected) => return (taken, false),
-        }
+    let mut open = false;
+    for link in links.iter_mut() {
+        // Hung up is read before the last drain, so nothing sent before it is missed.
+        let done = link.is_hung_up();
+        taken += link.drain(|rec| {
+            collector.add_from_worker(rec);
+            tally.add(rec);
+            observer.on_record(rec);
+        });
+        open |= !(done && link.is_empty());
     }
+    (taken, open)
 }

@@ -156,7 +156,8 @@ pub fn run_with(
     let mut scraping = server::Scraping::start(plan, &ep, &clock);
     scraping.notes.iter().for_each(|n| observer.on_note(n));
     let net_before = NetCounters::read();
-    let started = workers::start(plan, &ep, &catalog, clock)?;
+    let mut started = workers::start(plan, &ep, &catalog, clock)?;
+    let mut links = std::mem::take(&mut started.links);
     let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
         interrupt,
@@ -169,6 +170,7 @@ pub fn run_with(
         &mut collector,
         &mut tally,
         &started,
+        &mut links,
         stopper,
         observer,
         &mut scraping,

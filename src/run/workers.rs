@@ -1,31 +1,33 @@
 //! Part of the run (wiring): the workers — one pinned thread per CPU of the plan, each given
 //! its share of the schedule, of the in-flight cap and of the descriptor budget, the catalog,
-//! the record channel and the spare buffers' way back — started together and joined. Never
-//! prints.
+//! and its own link to the collector (`record::handoff`: records out, spare buffers back) —
+//! started together and joined. Never prints.
 
 use super::endpoint::{tls_connector, Endpoint};
 use super::RunError;
 use crate::plan::{Load, Plan};
 use crate::prepare::catalog::Catalog;
-use crate::record::{Record, Spare};
+use crate::record::handoff::{self, CollectorLink};
 use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
-use crate::worker::{self, Shared, WorkerEnd, WorkerSetup, WorkerThread};
-use crossbeam_channel::{Receiver, Sender};
+use crate::worker::{self, Shared, StartGate, WorkerEnd, WorkerSetup, WorkerThread};
 use std::sync::Arc;
 
-/// Records in flight between workers and the collector; a full channel is counted.
-const RECORD_CHANNEL_CAP: usize = 1 << 14;
-/// Event vectors on their way back to the workers for reuse.
-const RECYCLE_CHANNEL_CAP: usize = 1 << 12;
+/// Records in flight between the workers and the collector, all workers together (each
+/// worker's ring gets its share, at least `MIN_RING`); a full ring is counted.
+const RECORD_RING_TOTAL: usize = 1 << 14;
+/// Spare buffers on their way back to the workers, all workers together.
+const SPARE_RING_TOTAL: usize = 1 << 12;
+/// The smallest ring of a worker.
+const MIN_RING: usize = 1 << 10;
 /// Time given to worker threads to start and pin before the first arrival is due.
 const START_LEAD_NS: u64 = 20_000_000;
 
 /// The running workers and what the collector needs from them.
 pub(super) struct Started {
     pub handles: Vec<WorkerThread>,
-    pub records: Receiver<Record>,
-    pub recycle: Sender<Spare>,
+    /// One per worker, in worker order.
+    pub links: Vec<CollectorLink>,
     pub shared: Arc<Shared>,
     pub clock: RunClock,
     /// Run-clock time the schedule starts at.
@@ -33,7 +35,8 @@ pub(super) struct Started {
     pub schedule: Option<Schedule>,
 }
 
-/// Starts every worker; the schedule begins `START_LEAD_NS` after the run clock's origin.
+/// Starts every worker; the schedule begins `START_LEAD_NS` after every worker is ready
+/// (pinned, its own copy of the catalog made).
 pub(super) fn start(
     plan: &Plan,
     ep: &Endpoint,
@@ -42,11 +45,16 @@ pub(super) fn start(
 ) -> Result<Started, RunError> {
     let plan_arc = Arc::new(plan.clone());
     let shared = Arc::new(Shared::new(plan.cpus.len(), plan));
-    let (tx, records) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL_CAP);
-    let (recycle, recycled) = crossbeam_channel::bounded::<Spare>(RECYCLE_CHANNEL_CAP);
+    let n = plan.cpus.len().max(1);
+    let (record_ring, spare_ring) = (
+        (RECORD_RING_TOTAL / n).max(MIN_RING),
+        (SPARE_RING_TOTAL / n).max(MIN_RING),
+    );
+    let mut links = Vec::with_capacity(n);
     let fd_budget = fd_budget(plan);
     let schedule = open_schedule(plan);
-    let start_ns = clock.now_ns() + START_LEAD_NS;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut starts = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(plan.cpus.len());
     for (index, &cpu) in plan.cpus.iter().enumerate() {
         let setup = WorkerSetup {
@@ -57,21 +65,34 @@ pub(super) fn start(
             addr: ep.addr,
             catalog: catalog.clone(),
             clock,
-            start_ns,
+            start_ns: 0,
             schedule: schedule.clone(),
             lane_cap: lane_cap(plan, index, fd_budget),
-            records: tx.clone(),
-            recycled: recycled.clone(),
             shared: shared.clone(),
             tls: tls_connector(ep)?,
         };
-        let handle = worker::spawn(setup).map_err(super::io_err("cannot start a worker thread"))?;
+        let (worker_link, collector_link) = handoff::link(record_ring, spare_ring);
+        let (start_tx, start_rx) = std::sync::mpsc::channel();
+        let gate = StartGate {
+            ready: ready_tx.clone(),
+            start_ns: start_rx,
+        };
+        let handle = worker::spawn(setup, worker_link, gate)
+            .map_err(super::io_err("cannot start a worker thread"))?;
+        starts.push(start_tx);
         handles.push(handle);
+        links.push(collector_link);
+    }
+    // Returns once every worker has said it is ready (or is gone).
+    drop(ready_tx);
+    while ready_rx.recv().is_ok() {}
+    let start_ns = clock.now_ns() + START_LEAD_NS;
+    for s in starts {
+        let _ = s.send(start_ns);
     }
     Ok(Started {
         handles,
-        records,
-        recycle,
+        links,
         shared,
         clock,
         start_ns,

@@ -60,6 +60,12 @@ impl Stream {
         (res, buf, None)
     }
 
+    /// Whether the driver performs this stream's reads (io_uring completes them before it
+    /// returns), not the lane itself (`Stamped`'s `recvmsg` after readiness).
+    fn read_by_driver(&self) -> bool {
+        !matches!(self, Stream::Stamped(_))
+    }
+
     async fn write_all(&mut self, bytes: Vec<u8>) -> monoio::BufResult<usize, Vec<u8>> {
         match self {
             Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
@@ -245,7 +251,11 @@ impl Conn {
             buf.clear();
             let (res, buf, kernel_rt_ns) = stream.read(buf).await;
             self.buf = buf;
-            let at_ns = s.clock.now_ns();
+            // Stamped before any lane of this pass parses (see `pass`).
+            let at_ns = match ctx.driver_reads && stream.read_by_driver() {
+                true => ctx.pass.completed(&s.clock),
+                false => ctx.pass.performed(&s.clock).await,
+            };
             if matches!(stream, Stream::Stamped(_)) {
                 ctx.kernel_rx
                     .read(&res, kernel_rt_ns, s.clock.origin_mono_ns() + at_ns);

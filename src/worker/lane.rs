@@ -250,6 +250,13 @@ async fn lane_task(
 /// and goes again until the request count or the duration is reached. Its first measured
 /// request waits at the warm-up gate until the warm-up has drained and the measured phase
 /// opened; `--duration` counts from that opening.
+///
+/// Each request's intended time is its user's previous request's end (`done_ns`, metrics.md),
+/// not the time the user got round to the next one: whatever the worker spends between the
+/// two (handing the record over, other lanes' work in the same pass) shows in the
+/// from-intent latencies instead of vanishing. The first request's is the time it was
+/// claimed (the start), and a request held at the warm-up gate's is the time it was let
+/// through.
 pub async fn virtual_user(ctx: Rc<Ctx>) {
     let s = &ctx.setup;
     let gate = &s.shared.gate;
@@ -259,6 +266,8 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
         .request_count
         .map(|c| c + s.plan.warmup_requests);
     let mut conn = Conn::new(&ctx);
+    // The end of this user's previous request: the next one's intended time.
+    let mut previous_done_ns: Option<u64> = None;
     loop {
         let now = s.clock.now_ns();
         if s.shared.stop.load(Ordering::Relaxed) || past_duration(s, now) {
@@ -267,7 +276,7 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
         let claim = || {
             // SeqCst: the gate's drain test reads the claims before its in-flight count.
             let id = s.shared.claimed.fetch_add(1, Ordering::SeqCst);
-            (id, s.clock.now_ns())
+            (id, previous_done_ns.unwrap_or_else(|| s.clock.now_ns()))
         };
         let ((id, mut intended_ns), entry) =
             gate.enter(claim, |&(id, at)| ctx.warmup_by(id, at).any());
@@ -284,6 +293,8 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
             intended_ns = s.clock.now_ns();
         }
         let rec = conn.exchange(&ctx, Job { id, intended_ns }).await;
+        // `exchange` ends every record with a `done_ns`; the fallback is never taken.
+        previous_done_ns = Some(rec.done_ns.unwrap_or_else(|| s.clock.now_ns()));
         ctx.emit(rec);
         if entry == gate::Entry::Warmup {
             gate.left();

@@ -1,13 +1,16 @@
 //! Stage 2 of the flow (schedule → **worker** → http → sse → extract → record → collector →
 //! report): one OS thread per CPU, pinned, each with its own monoio runtime, its share of the
 //! schedule, its own connections and buffers. Nothing is shared between workers on the hot
-//! path except a few relaxed atomics (stop flag, closed-loop claims, live counters); records
-//! leave over a bounded channel. Workers never compute percentiles and never print.
+//! path except a few relaxed atomics (stop flag, closed-loop claims, live counters); the
+//! records of each runtime pass leave together on the worker's own bounded ring to the
+//! collector, and their buffers come back on another (`record::handoff`). Workers never
+//! compute percentiles and never print.
 
 mod conn;
 pub mod gate;
 mod lane;
 mod pacer;
+mod pass;
 mod rxstamp;
 mod sink;
 mod spin;
@@ -18,22 +21,24 @@ use crate::rt::driver::Ring;
 
 use crate::plan::{Load, Plan};
 use crate::prepare::catalog::Catalog;
+use crate::record::handoff::WorkerLink;
 use crate::record::{Record, Spare, WarmupBy};
 use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
 use crate::summary::WorkerCounts;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
 use lane::{Job, Lanes};
 use stats::WorkerStats;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Records a worker may hold back when the collector's channel is full before it blocks.
+/// Records a worker may hold back when its ring to the collector is full before it waits.
 const OVERFLOW_BOUND: usize = 1 << 16;
+/// Records of one pass the outbox has room for before it grows (once, in a burst).
+const OUTBOX_START: usize = 1024;
 /// Event vectors kept ready per worker, so the first requests do not allocate.
 const PREALLOCATED_EVENT_VECS: usize = 256;
 
@@ -80,10 +85,11 @@ pub struct WorkerSetup {
     pub cpu: usize,
     pub plan: Arc<Plan>,
     pub addr: SocketAddr,
-    /// The worker's own copy: cloning `Bytes` then never touches another core's cache line.
+    /// The run's catalog; the worker reads its own copy of it (`Catalog::for_worker`, made on
+    /// its thread before the start).
     pub catalog: Catalog,
     pub clock: RunClock,
-    /// Run-clock time at which the schedule starts.
+    /// Run-clock time at which the schedule starts: set by the start handshake (`StartGate`).
     pub start_ns: u64,
     /// Open loop: most requests this worker keeps in flight (its share of
     /// `--max-concurrency`, or of the file-descriptor limit). At the cap an arrival waits for
@@ -92,8 +98,6 @@ pub struct WorkerSetup {
     /// Open loop: the whole global schedule (this worker keeps its share). Built once, before
     /// the clock starts, because building it walks every arrival.
     pub schedule: Option<Schedule>,
-    pub records: Sender<Record>,
-    pub recycled: Receiver<Spare>,
     pub shared: Arc<Shared>,
     /// `https://` targets: every new connection shakes hands with this.
     pub tls: Option<TlsClient>,
@@ -124,20 +128,41 @@ pub struct WorkerEnd {
 /// or why its runtime could not be built.
 pub type WorkerThread = std::thread::JoinHandle<std::io::Result<WorkerEnd>>;
 
-/// Starts the worker thread. It pins itself, builds its runtime, runs its share, and returns
-/// its statistics when every one of its requests has a record.
-pub fn spawn(setup: WorkerSetup) -> std::io::Result<WorkerThread> {
+/// The start handshake: a worker says it is ready (pinned, its catalog copied) and waits for
+/// the run-clock time its schedule starts at, which is set once every worker is ready, so
+/// the copies never eat into the start's lead.
+pub struct StartGate {
+    pub ready: std::sync::mpsc::Sender<()>,
+    pub start_ns: std::sync::mpsc::Receiver<u64>,
+}
+
+/// Starts the worker thread. It pins itself, copies its catalog, waits for the start time
+/// (`gate`), builds its runtime, runs its share, and returns its statistics when every one of
+/// its requests has a record. Its records leave on `link`.
+pub fn spawn(
+    mut setup: WorkerSetup,
+    link: WorkerLink,
+    gate: StartGate,
+) -> std::io::Result<WorkerThread> {
     std::thread::Builder::new()
         .name(format!("ringbench-w{}", setup.index))
         .spawn(move || {
             let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: setup.cpu });
+            setup.catalog = setup.catalog.for_worker();
+            let _ = gate.ready.send(());
+            drop(gate.ready);
+            setup.start_ns = gate.start_ns.recv().map_err(|_| {
+                std::io::Error::other("the run was abandoned before its workers started")
+            })?;
             let plan_driver = setup.plan.io_driver;
             let ring = match spin::polls(setup.plan.pacer_spin_ns, mean_gap_ns(&setup)) {
                 true => Ring::Polling,
                 false => Ring::Sleeping,
             };
             let (driver, (stats, warnings)) =
-                crate::rt::driver::block_on(plan_driver, ring, || worker_main(setup, pinned))?;
+                crate::rt::driver::block_on(plan_driver, ring, || {
+                    worker_main(setup, link, pinned)
+                })?;
             Ok(WorkerEnd {
                 stats,
                 driver,
@@ -151,8 +176,17 @@ pub(crate) struct Ctx {
     pub setup: WorkerSetup,
     pub pacer: pacer::Pacer,
     pub counters: RefCell<WorkerCounts>,
+    /// Records of this pass, and any the ring had no room for, oldest first.
     outbox: RefCell<VecDeque<Record>>,
+    /// Of the outbox's oldest records, how many are already counted in `channel_full`.
+    held: Cell<usize>,
+    link: RefCell<WorkerLink>,
     free_events: RefCell<Vec<Spare>>,
+    /// This runtime pass: read stamps and the end-of-pass batch (`pass`).
+    pub pass: pass::Pass,
+    /// The driver completes reads itself (io_uring): a plain or TLS read takes the pass
+    /// stamp. On epoll the lane's own `recv` reads (see `pass`).
+    pub driver_reads: bool,
     pub cancel: lane::CancelBell,
     pub connects: Rc<lane::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
@@ -160,44 +194,67 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// Hands a finished record to the collector; never drops it. A full channel is counted
-    /// and the record waits in a bounded outbox.
+    /// Hands a finished record to the collector; never drops it. It waits in the outbox
+    /// until the end of the pass, when the pass's records go onto the ring together
+    /// (`flush`). Past `OVERFLOW_BOUND` records held back by a full ring the worker waits for
+    /// room rather than grow without bound.
     pub fn emit(&self, rec: Record) {
         let mut outbox = self.outbox.borrow_mut();
-        while let Some(r) = outbox.pop_front() {
-            if let Err(TrySendError::Full(r)) = self.setup.records.try_send(r) {
-                outbox.push_front(r);
-                break;
-            }
-        }
-        if !outbox.is_empty() {
-            self.counters.borrow_mut().channel_full += 1;
-            outbox.push_back(rec);
-        } else if let Err(TrySendError::Full(r)) = self.setup.records.try_send(rec) {
-            self.counters.borrow_mut().channel_full += 1;
-            outbox.push_back(r);
-        }
+        outbox.push_back(rec);
+        self.pass.wake_tail();
         if outbox.len() >= OVERFLOW_BOUND {
-            // The collector is far behind: block rather than grow without bound (counted above).
-            for r in outbox.drain(..) {
-                let _ = self.setup.records.send(r);
-            }
+            drop(outbox);
+            self.flush();
+            self.link
+                .borrow_mut()
+                .push_all_waiting(&mut self.outbox.borrow_mut());
+            self.held.set(0);
         }
     }
 
+    /// The end of a pass: the outbox's records onto the ring in one batch, as many as it has
+    /// room for. Each record a full ring keeps back is counted once in `channel_full`; they
+    /// go with the next pass's batch.
+    fn flush(&self) {
+        let mut outbox = self.outbox.borrow_mut();
+        if outbox.is_empty() {
+            return;
+        }
+        let moved = self.link.borrow_mut().push_from(&mut outbox);
+        let counted = self.held.get().saturating_sub(moved);
+        let left = outbox.len();
+        if left > counted {
+            self.counters.borrow_mut().channel_full += (left - counted) as u64;
+        }
+        self.held.set(left);
+    }
+
+    /// Records held back by a full ring go at the end of the next pass (called every few ms:
+    /// a quiet worker has no other pass end to send them).
+    fn nudge(&self) {
+        if !self.outbox.borrow().is_empty() {
+            self.pass.wake_tail();
+        }
+    }
+
+    /// The end of the run: every record onto the ring, waiting for room.
     fn flush_outbox(&self) {
-        for r in self.outbox.borrow_mut().drain(..) {
-            let _ = self.setup.records.send(r);
-        }
+        self.flush();
+        self.link
+            .borrow_mut()
+            .push_all_waiting(&mut self.outbox.borrow_mut());
     }
 
-    /// Empty event and text buffers for a record: recycled from the collector when possible.
+    /// Empty event and text buffers for a record: this worker's own, recycled by the
+    /// collector when possible.
     pub fn spare(&self) -> Spare {
-        if let Some(v) = self.free_events.borrow_mut().pop() {
+        let mut free = self.free_events.borrow_mut();
+        if let Some(v) = free.pop() {
             return v;
         }
-        if let Ok(v) = self.setup.recycled.try_recv() {
-            // Emptied by the collector before it sent them back.
+        // Emptied by the collector before it sent them back.
+        self.link.borrow_mut().take_spares(&mut free);
+        if let Some(v) = free.pop() {
             return v;
         }
         self.counters.borrow_mut().event_vecs_allocated += 1;
@@ -235,22 +292,36 @@ impl Ctx {
     }
 }
 
-async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<String>) {
+async fn worker_main(
+    setup: WorkerSetup,
+    link: WorkerLink,
+    pinned: bool,
+) -> (WorkerStats, Vec<String>) {
     let cpu_start_ns = crate::rt::clock::thread_cpu_ns();
     let wall_start_ns = setup.clock.now_ns();
-    let free = (0..PREALLOCATED_EVENT_VECS)
-        .map(|_| Spare::with_events(event_capacity(&setup.catalog)))
-        .collect();
+    // Room for the preallocated buffers and a full spare ring, so taking them never grows it.
+    let mut free = Vec::with_capacity(PREALLOCATED_EVENT_VECS + link.spare_capacity());
+    free.extend(
+        (0..PREALLOCATED_EVENT_VECS).map(|_| Spare::with_events(event_capacity(&setup.catalog))),
+    );
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
         counters: RefCell::new(WorkerCounts::default()),
-        outbox: RefCell::new(VecDeque::new()),
+        outbox: RefCell::new(VecDeque::with_capacity(OUTBOX_START)),
+        held: Cell::new(0),
+        link: RefCell::new(link),
         free_events: RefCell::new(free),
+        pass: pass::Pass::default(),
+        driver_reads: crate::rt::driver::current() == Some(DriverUsed::IoUring),
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
         kernel_rx: rxstamp::Tally::new(),
     });
+    let tail = {
+        let ctx = ctx.clone();
+        monoio::spawn(async move { pass::tail(&ctx.pass, || ctx.flush()).await })
+    };
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
     match ctx.setup.plan.load.clone() {
@@ -259,6 +330,8 @@ async fn worker_main(setup: WorkerSetup, pinned: bool) -> (WorkerStats, Vec<Stri
     }
     ctx.cancel.finish();
     watch.await;
+    ctx.pass.close();
+    tail.await;
     ctx.flush_outbox();
     let loop_lag = probe.stop().await;
     let c = ctx.counters.borrow();

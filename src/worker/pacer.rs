@@ -173,5 +173,6 @@ async fn probe_loop(ctx: Rc<Ctx>, done: Rc<Cell<bool>>, lag: Rc<RefCell<Histogra
         }
         lag.borrow_mut()
             .saturating_record(clock.now_ns().saturating_sub(due_ns));
+        ctx.nudge();
     }
 }

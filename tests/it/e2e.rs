@@ -78,6 +78,57 @@ fn closed_loop_fault_free_run_has_every_request_ok() {
     );
 }
 
+/// Issue #18: a closed-loop request is intended when its user's previous request ended
+/// (metrics.md), so the time the worker spends between the two counts from intent. Records
+/// carry no user, so the check is on multisets, per worker: every request but each user's
+/// first is intended at some request's `done_ns`, each end used by at most one next request
+/// (several requests may end at the same stamp: reads returned by one pass share it).
+#[test]
+fn closed_loop_intends_each_request_at_its_users_previous_end() {
+    use std::collections::HashMap;
+    let _g = lock();
+    let dir = common::out_dir("chain");
+    const USERS: usize = 8;
+    let mut p = sim_plan();
+    p.load = Load::Closed {
+        concurrency: USERS as u32,
+    };
+    p.stop = Stop {
+        request_count: Some(400),
+        duration_ns: None,
+    };
+    p.out_dir = Some(dir.clone());
+    let s = run_summary(&p);
+    assert_eq!(u(&s, "counts.ok"), 400);
+    let records = common::read_jsonl(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 400);
+    let mut by_worker: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for r in &records {
+        by_worker
+            .entry(r["worker"].as_u64().unwrap())
+            .or_default()
+            .push(r);
+    }
+    let mut unchained = 0;
+    for recs in by_worker.values() {
+        let mut ends: HashMap<u64, usize> = HashMap::new();
+        for r in recs {
+            *ends.entry(r["done_ns"].as_u64().unwrap()).or_default() += 1;
+        }
+        for r in recs {
+            let intended = r["intended_ns"].as_u64().unwrap();
+            match ends.get_mut(&intended) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => unchained += 1,
+            }
+        }
+    }
+    assert_eq!(
+        unchained, USERS,
+        "requests not intended at a previous request's end: one per user (its first)"
+    );
+}
+
 #[test]
 fn open_loop_sends_the_whole_schedule_at_the_target_rate() {
     let _g = lock();
