@@ -6,10 +6,9 @@
 
 mod cli;
 
-use clap::Parser;
 use cli::study_args::{CompareArgs, SearchArgs, SweepArgs};
 use cli::term::{self, signals, Stdout};
-use cli::{CalibrateArgs, Cli, Command, ReportArgs, RunArgs, SimArgs};
+use cli::{CalibrateArgs, Command, ReportArgs, RunArgs, SimArgs};
 use ringbench::output::{console, console_study};
 use ringbench::{Exit, RunError};
 use std::io::Write;
@@ -18,7 +17,21 @@ use std::process::ExitCode;
 type Done = anyhow::Result<Exit>;
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let cli = match cli::parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(cli::ParseError::Clap(e, note)) => {
+            let _ = e.print();
+            if let (Some(note), true) = (note, e.use_stderr()) {
+                term::note(note);
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(cli::ParseError::Usage(e)) => {
+            term::error(e);
+            return ExitCode::from(Exit::Usage.code());
+        }
+    };
+    let result = match cli.command {
         Command::Run(args) => run(&args),
         Command::Sim(args) => sim(&args),
         Command::Calibrate(args) => calibrate(&args),
@@ -41,13 +54,19 @@ fn usage(e: impl std::fmt::Display) -> Done {
 }
 
 fn run(args: &RunArgs) -> Done {
-    let plan = match args.to_plan() {
-        Ok(plan) => plan,
+    let (plan, demo) = match args.run_plan() {
+        Ok(p) => p,
         Err(e) => return usage(e),
     };
     term::warn(args.vllm.ignored_warning());
+    if let Some((path, recorded)) = &args.rerun_of {
+        term::rerun_notes(path, recorded, &plan);
+    }
+    if demo {
+        writeln!(Stdout, "{}", console::demo_intro(&plan))?;
+    }
     signals::install();
-    let mut watch = term::Watch::new(plan.progress);
+    let mut watch = term::Watch::new(plan.progress, args.progress_interval);
     let summary = match ringbench::run_with(&plan, &signals::INTERRUPTED, &mut watch) {
         Ok(s) => s,
         Err(e @ (RunError::Plan(_) | RunError::Workload(_))) => return usage(e),
@@ -56,6 +75,9 @@ fn run(args: &RunArgs) -> Done {
     watch.finish();
     console::print_console(&summary, &mut Stdout)?;
     term::written(&plan)?;
+    if demo {
+        writeln!(Stdout, "{}", console::demo_outro())?;
+    }
     Ok(summary.exit(args.allow_invalid))
 }
 

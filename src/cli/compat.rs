@@ -15,125 +15,177 @@ use clap::Args;
 use ringbench::plan::{Endpoint, VllmResult};
 use std::path::{Path, PathBuf};
 
-/// `vllm bench serve`'s flags that ringbench does not spell the same way.
+/// `vllm bench serve`'s flags that ringbench does not spell the same way. They are for lines
+/// pasted from vLLM's scripts, so `-h` leaves them out (ringbench's own flags say the same);
+/// `--help` shows them under their own heading, and the README's table says what each becomes.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "vllm bench serve's spellings (see the README's table)")]
 pub struct VllmFlags {
     /// vLLM: the server's base URL (ringbench's --url).
-    #[arg(long, value_name = "URL", conflicts_with = "url")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "URL",
+        conflicts_with = "url"
+    )]
     pub base_url: Option<String>,
     /// vLLM: openai or vllm (/v1/completions), openai-chat (/v1/chat/completions).
-    #[arg(long, value_name = "NAME")]
+    #[arg(hide_short_help = true, long, value_name = "NAME")]
     pub backend: Option<String>,
     /// vLLM: the server's host, with --port (http://HOST:PORT) [vLLM's 127.0.0.1].
-    #[arg(long, value_name = "HOST", conflicts_with_all = ["url", "base_url"])]
+    #[arg(hide_short_help = true, long, value_name = "HOST", conflicts_with_all = ["url", "base_url"])]
     pub host: Option<String>,
     /// vLLM: the server's port, with --host [vLLM's 8000].
-    #[arg(long, value_name = "PORT", conflicts_with_all = ["url", "base_url"])]
+    #[arg(hide_short_help = true, long, value_name = "PORT", conflicts_with_all = ["url", "base_url"])]
     pub port: Option<u16>,
     /// vLLM: requests to send (ringbench's --request-count) [vLLM's 1000].
-    #[arg(long, value_name = "N", conflicts_with = "request_count")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "request_count"
+    )]
     pub num_prompts: Option<u64>,
     /// vLLM: random, sharegpt, custom (JSONL with prompt) or prefix_repetition [random].
-    #[arg(long, value_name = "NAME")]
+    #[arg(hide_short_help = true, long, value_name = "NAME")]
     pub dataset_name: Option<String>,
     /// vLLM: the dataset file of sharegpt or custom (ringbench's --dataset).
-    #[arg(long, value_name = "PATH", conflicts_with = "dataset")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "PATH",
+        conflicts_with = "dataset"
+    )]
     pub dataset_path: Option<PathBuf>,
     /// vLLM: random prompts' length, tokens [vLLM's 1024].
-    #[arg(long, value_name = "N", conflicts_with = "input_tokens")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "input_tokens"
+    )]
     pub random_input_len: Option<u32>,
     /// vLLM: random prompts' max_tokens [vLLM's 128].
-    #[arg(long, value_name = "N", conflicts_with = "output_tokens")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "output_tokens"
+    )]
     pub random_output_len: Option<u32>,
     /// vLLM: one shared prefix of N tokens before each random prompt.
-    #[arg(long, value_name = "N", conflicts_with_all = ["prefix_groups", "prefix_tokens"])]
+    #[arg(hide_short_help = true, long, value_name = "N", conflicts_with_all = ["prefix_groups", "prefix_tokens"])]
     pub random_prefix_len: Option<u32>,
     /// vLLM: max_tokens of sharegpt prompts [the dataset's answers].
-    #[arg(long, value_name = "N", conflicts_with = "output_tokens")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "output_tokens"
+    )]
     pub sharegpt_output_len: Option<u32>,
     /// vLLM: max_tokens of custom prompts [vLLM's 256].
-    #[arg(long, value_name = "N", conflicts_with = "output_tokens")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "output_tokens"
+    )]
     pub custom_output_len: Option<u32>,
     /// vLLM: prefix_repetition's prefix length [256].
-    #[arg(long, value_name = "N")]
+    #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_prefix_len: Option<u32>,
     /// vLLM: prefix_repetition's suffix length [256].
-    #[arg(long, value_name = "N")]
+    #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_suffix_len: Option<u32>,
     /// vLLM: prefix_repetition's distinct prefixes [10].
-    #[arg(long, value_name = "N")]
+    #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_num_prefixes: Option<u32>,
     /// vLLM: prefix_repetition's max_tokens [128].
-    #[arg(long, value_name = "N")]
+    #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_output_len: Option<u32>,
     /// vLLM: warm-up requests (ringbench's --warmup-requests).
-    #[arg(long, value_name = "N", conflicts_with = "warmup_requests")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "warmup_requests"
+    )]
     pub num_warmups: Option<u64>,
     /// vLLM: top_p sent in every body.
-    #[arg(long, value_name = "P")]
+    #[arg(hide_short_help = true, long, value_name = "P")]
     pub top_p: Option<f64>,
     /// vLLM: top_k sent in every body.
-    #[arg(long, value_name = "K")]
+    #[arg(hide_short_help = true, long, value_name = "K")]
     pub top_k: Option<i64>,
     /// vLLM: min_p sent in every body.
-    #[arg(long, value_name = "P")]
+    #[arg(hide_short_help = true, long, value_name = "P")]
     pub min_p: Option<f64>,
     /// vLLM: frequency_penalty sent in every body.
-    #[arg(long, value_name = "X")]
+    #[arg(hide_short_help = true, long, value_name = "X")]
     pub frequency_penalty: Option<f64>,
     /// vLLM: presence_penalty sent in every body.
-    #[arg(long, value_name = "X")]
+    #[arg(hide_short_help = true, long, value_name = "X")]
     pub presence_penalty: Option<f64>,
     /// vLLM: repetition_penalty sent in every body.
-    #[arg(long, value_name = "X")]
+    #[arg(hide_short_help = true, long, value_name = "X")]
     pub repetition_penalty: Option<f64>,
     /// vLLM: the metrics --save-result writes statistics of: ttft,tpot,itl,e2el
     /// [vLLM's ttft,tpot,itl].
-    #[arg(long, value_name = "LIST")]
+    #[arg(hide_short_help = true, long, value_name = "LIST")]
     pub percentile_metrics: Option<String>,
     /// vLLM: percentiles, comma-separated (ringbench's --percentiles) [vLLM's 99].
-    #[arg(long, value_name = "LIST", conflicts_with = "percentiles")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "LIST",
+        conflicts_with = "percentiles"
+    )]
     pub metric_percentiles: Option<String>,
     /// vLLM: write vLLM's result JSON (--result-dir, --result-filename).
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub save_result: bool,
     /// vLLM: keep the per-request lists in the result JSON.
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub save_detailed: bool,
     /// vLLM: the result JSON's folder [the current one].
-    #[arg(long, value_name = "DIR")]
+    #[arg(hide_short_help = true, long, value_name = "DIR")]
     pub result_dir: Option<PathBuf>,
     /// vLLM: the result JSON's name [vLLM's
     /// {label}-{rate}qps[-concurrency{N}]-{model}-{YYYYmmdd-HHMMSS}.json].
-    #[arg(long, value_name = "NAME")]
+    #[arg(hide_short_help = true, long, value_name = "NAME")]
     pub result_filename: Option<String>,
     /// vLLM: KEY=VALUE pairs written into the result JSON.
-    #[arg(long, value_name = "KEY=VALUE", num_args = 1..)]
+    #[arg(hide_short_help = true, long, value_name = "KEY=VALUE", num_args = 1..)]
     pub metadata: Vec<String>,
     /// vLLM: no progress bar (ringbench's --quiet).
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub disable_tqdm: bool,
     /// vLLM: the result's label and file name prefix [the backend].
-    #[arg(long, value_name = "LABEL")]
+    #[arg(hide_short_help = true, long, value_name = "LABEL")]
     pub label: Option<String>,
     /// vLLM: the model name sent in the body, when it is not --model.
-    #[arg(long, value_name = "NAME")]
+    #[arg(hide_short_help = true, long, value_name = "NAME")]
     pub served_model_name: Option<String>,
     /// vLLM: the request ids' prefix (ringbench's --run-id, without a trailing -).
-    #[arg(long, value_name = "PREFIX", conflicts_with = "run_id")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "PREFIX",
+        conflicts_with = "run_id"
+    )]
     pub request_id_prefix: Option<String>,
     /// vLLM: accepted, ignored (ringbench drives no server profiler).
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub profile: bool,
     /// vLLM: accepted, ignored (nothing is downloaded or run).
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub trust_remote_code: bool,
     /// vLLM: accepted, ignored (one tokenizer.json, read by the tokenizers crate).
-    #[arg(long, value_name = "MODE")]
+    #[arg(hide_short_help = true, long, value_name = "MODE")]
     pub tokenizer_mode: Option<String>,
     /// vLLM: accepted, ignored (no ready check; see the README).
-    #[arg(long, value_name = "S")]
+    #[arg(hide_short_help = true, long, value_name = "S")]
     pub ready_check_timeout_sec: Option<u64>,
     /// vLLM: refused (write each run to its own file).
     #[arg(long, hide = true)]
@@ -160,19 +212,27 @@ pub struct VllmFlags {
 #[command(next_help_heading = "aiperf profile's spellings (see the README's table)")]
 pub struct AiperfFlags {
     /// AIPerf: chat or completions (ringbench's --endpoint).
-    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "endpoint")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_enum,
+        value_name = "KIND",
+        hide_possible_values = true,
+        conflicts_with = "endpoint"
+    )]
     pub endpoint_type: Option<Endpoint>,
     /// AIPerf: stream the answers [AIPerf's default: not streamed].
-    #[arg(long, conflicts_with = "no_stream")]
+    #[arg(hide_short_help = true, long, conflicts_with = "no_stream")]
     pub streaming: bool,
     /// AIPerf: warm-up requests (ringbench's --warmup-requests).
-    #[arg(long, value_name = "N", conflicts_with_all = ["warmup_requests", "num_warmups"])]
+    #[arg(hide_short_help = true, long, value_name = "N", conflicts_with_all = ["warmup_requests", "num_warmups"])]
     pub warmup_request_count: Option<u64>,
     /// AIPerf: mean prompt length, tokens (ringbench's --input-tokens).
-    #[arg(long, alias = "isl", value_name = "N", conflicts_with_all = ["input_tokens", "random_input_len"])]
+    #[arg(hide_short_help = true, long, alias = "isl", value_name = "N", conflicts_with_all = ["input_tokens", "random_input_len"])]
     pub synthetic_input_tokens_mean: Option<u32>,
     /// AIPerf: prompt lengths' standard deviation (a normal --input-dist) [0].
     #[arg(
+        hide_short_help = true,
         long,
         alias = "isl-stddev",
         value_name = "SD",
@@ -180,10 +240,11 @@ pub struct AiperfFlags {
     )]
     pub synthetic_input_tokens_stddev: Option<f64>,
     /// AIPerf: mean max_tokens (ringbench's --output-tokens).
-    #[arg(long, alias = "osl", value_name = "N", conflicts_with_all = ["output_tokens", "random_output_len"])]
+    #[arg(hide_short_help = true, long, alias = "osl", value_name = "N", conflicts_with_all = ["output_tokens", "random_output_len"])]
     pub output_tokens_mean: Option<u32>,
     /// AIPerf: max_tokens' standard deviation (a normal --output-dist) [0].
     #[arg(
+        hide_short_help = true,
         long,
         alias = "osl-stddev",
         value_name = "SD",
@@ -191,7 +252,12 @@ pub struct AiperfFlags {
     )]
     pub output_tokens_stddev: Option<f64>,
     /// AIPerf: the run's folder (ringbench's --out).
-    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "DIR",
+        conflicts_with = "out"
+    )]
     pub artifact_dir: Option<PathBuf>,
 }
 

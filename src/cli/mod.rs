@@ -4,6 +4,7 @@
 //! serve` and AIPerf where the meaning is the same. Only the binary uses this module; the
 //! library's users build a `Plan` themselves.
 //!
+//! - `config`: `--config FILE` (TOML, YAML, a run's `summary.json`) read into flags;
 //! - `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, lowered to ours;
 //! - `parse`: single flag values (durations, CPU lists, URLs, SLOs, headers, percentiles);
 //! - `run_args`: `run`'s flags → `Plan` (then `Plan::validate`);
@@ -12,6 +13,7 @@
 //! - `study_args`: `sweep`, `search` and `compare`.
 
 pub mod compat;
+pub mod config;
 pub mod parse;
 pub mod run_args;
 pub mod sim_args;
@@ -19,7 +21,7 @@ pub mod study_args;
 pub mod term;
 pub mod workload_args;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use parse::{check_percentiles, parse_duration_ns, parse_slo};
 use ringbench::plan::IoDriver;
 pub use run_args::RunArgs;
@@ -30,7 +32,8 @@ use std::path::PathBuf;
 #[command(
     name = "ringbench",
     version,
-    about = "Load generator for LLM inference servers that measures its own overhead"
+    about = "Load generator for LLM inference servers that measures its own overhead",
+    max_term_width = 100
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -62,6 +65,7 @@ pub enum Command {
     /// Exit status: 0 when a passing load was found (converged or not: the last line says
     /// which); 3 when even the lowest load probed fails the SLOs; 1 on an error; 2 on bad
     /// usage.
+    #[command(mut_arg("self_check", |a| a.hide(true)))]
     Search(Box<study_args::SearchArgs>),
     /// Two runs or sweeps side by side.
     Compare(study_args::CompareArgs),
@@ -69,34 +73,38 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// Rates to try, rising (req/s, comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    /// Rates to try, rising, req/s, comma-separated [default: 1000 to 40000, 9 steps].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub rates: Option<Vec<f64>>,
     /// Length of each point.
-    #[arg(long, value_parser = parse_duration_ns, default_value = "10s")]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s")]
     pub duration: u64,
-    #[arg(long, default_value_t = 16)]
+    /// max_tokens of every request.
+    #[arg(long, value_name = "N", default_value_t = 16)]
     pub output_tokens: u32,
-    #[arg(long, default_value_t = 128)]
+    /// Prompt length, tokens.
+    #[arg(long, value_name = "N", default_value_t = 128)]
     pub input_tokens: u32,
-    /// Client CPUs (default: the first).
-    #[arg(long)]
+    /// Client CPUs [default: the first].
+    #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Simulator CPUs (default: another CPU than the client's where there is one).
-    #[arg(long)]
+    /// Simulator CPUs [default: another CPU than the client's where there is one].
+    #[arg(long, value_name = "LIST")]
     pub sim_cpus: Option<String>,
+    /// The workers' I/O driver.
     #[arg(long, value_enum, default_value = "auto")]
     pub io_driver: IoDriver,
-    /// Scheduling-lag p99 bound for a rate to count as held (ms).
-    #[arg(long, default_value_t = 1.0)]
+    /// Scheduling-lag p99 bound for a rate to count as held (a bare number is ms).
+    #[arg(long, value_name = "D", value_parser = parse::parse_ms, default_value = "1ms")]
     pub max_lag: f64,
     /// Stop after this many rates in a row are not held.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = 2)]
     pub stop_after: usize,
-    #[arg(long, default_value_t = 0)]
+    /// Seeds the prompts and arrivals.
+    #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Write calibrate.json here.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
@@ -109,7 +117,7 @@ impl CalibrateArgs {
             return usage("--rates: give rates above 0, like 1000,5000,10000");
         }
         if !(self.max_lag.is_finite() && self.max_lag > 0.0) {
-            return usage("--max-lag: must be a number of ms above 0");
+            return usage("--max-lag: must be above 0, like 1ms or 500us");
         }
         let (client, sim) = parse::cpus_of(self.cpus.as_deref(), self.sim_cpus.as_deref())?;
         Ok(ringbench::study::calibrate::CalibrateConfig {
@@ -183,6 +191,83 @@ impl ReportArgs {
             goodput,
         })
     }
+}
+
+/// Why the command line could not be read.
+#[derive(Debug)]
+pub enum ParseError {
+    /// clap's own (help and version included: `exit` prints them), with a note naming the
+    /// flags `--config`'s file gave, when it gave any.
+    Clap(clap::Error, Option<String>),
+    /// `--config`'s file cannot be used.
+    Usage(UsageError),
+}
+
+impl From<UsageError> for ParseError {
+    fn from(e: UsageError) -> Self {
+        ParseError::Usage(e)
+    }
+}
+
+/// The command line read: for `run`, `sweep` and `search`, `--config FILE`'s flags go before
+/// the line's own (a flag on the line replaces the file's), then clap parses the whole as one
+/// line; `run` also learns which flags were given and keeps them for `summary.json`.
+pub fn parse<I, T>(argv: I) -> Result<Cli, ParseError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let mut cmd = Cli::command();
+    let mut m = cmd
+        .try_get_matches_from_mut(argv.clone())
+        .map_err(|e| ParseError::Clap(e, None))?;
+    let mut rerun_of = None;
+    if let Some((name, sub_m)) = m.subcommand() {
+        if let Some(path) = config::path_of(sub_m) {
+            let loaded = config::load(&path)?;
+            let sub = cmd.find_subcommand(name).expect("the matched subcommand");
+            let file_args = config::to_args(&loaded, &path, sub, sub_m)?;
+            let at = argv
+                .iter()
+                .skip(1)
+                .position(|a| a == name)
+                .map_or(argv.len(), |i| i + 2);
+            let mut merged = argv[..at].to_vec();
+            merged.extend(file_args.iter().cloned());
+            merged.extend_from_slice(&argv[at..]);
+            let shown: Vec<String> = file_args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let note = format!(
+                "from --config {}: {}",
+                path.display(),
+                if shown.is_empty() {
+                    "no flag (the line gives them all)".to_string()
+                } else {
+                    shown.join(" ")
+                }
+            );
+            m = cmd
+                .try_get_matches_from_mut(merged)
+                .map_err(|e| ParseError::Clap(e, Some(note)))?;
+            rerun_of = loaded.recorded.map(|r| (path, r));
+        }
+    }
+    let mut cli = Cli::from_arg_matches(&m).map_err(|e| ParseError::Clap(e, None))?;
+    if let (Command::Run(run), Some(sub_m)) = (&mut cli.command, m.subcommand_matches("run")) {
+        let sub = cmd.find_subcommand("run").expect("run is a subcommand");
+        run.given = sub
+            .get_arguments()
+            .map(|a| a.get_id().as_str())
+            .filter(|id| sub_m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+            .map(str::to_string)
+            .collect();
+        run.args = config::given_args(sub, sub_m);
+        run.rerun_of = rerun_of;
+    }
+    Ok(cli)
 }
 
 /// A flag that cannot be used as given: the message names it and says how to fix it.

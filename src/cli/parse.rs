@@ -6,8 +6,29 @@
 use super::{usage, UsageError};
 use ringbench::plan::{Endpoint, ExportKind, Slo, SloMetric, Target, MAX_CPU};
 
-/// `30s`, `2m`, `500ms`, `100us`, `1h`, `1.5s`; a bare number is seconds.
-pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+/// The unit a bare number is read in: each flag keeps the unit its name or its old help gave
+/// it (`--duration 30` is seconds, `--max-lag 1` and `--sim-ttft-ms 20` milliseconds,
+/// `--pacer-spin-us 40` microseconds), while a number with a unit means what it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bare {
+    S,
+    Ms,
+    Us,
+}
+
+impl Bare {
+    fn ns(self) -> f64 {
+        match self {
+            Bare::S => 1e9,
+            Bare::Ms => 1e6,
+            Bare::Us => 1e3,
+        }
+    }
+}
+
+/// A duration in ns: `30s`, `2m`, `500ms`, `100us` (or `µs`), `250ns`, `1h`, `1.5s`; a bare
+/// number is in `bare`'s unit.
+pub fn duration_ns_in(s: &str, bare: Bare) -> Result<u64, String> {
     let s = s.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -15,20 +36,48 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let (num, unit) = s.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("'{s}' is not a duration (like 30s, 2m, 500ms)"))?;
-    let scale = match unit {
-        "" | "s" => 1e9,
+        .map_err(|_| format!("'{s}' is not a duration (like 30s, 2m, 500ms, 100us)"))?;
+    let scale = match unit.trim() {
+        "" => bare.ns(),
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
         "ms" => 1e6,
-        "us" => 1e3,
+        "s" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
-        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m or h)"
+            ))
+        }
     };
     let ns = value * scale;
     if !ns.is_finite() || ns >= u64::MAX as f64 {
         return Err(format!("'{s}' is not a finite duration"));
     }
     Ok(ns.round() as u64)
+}
+
+/// `30s`, `2m`, `500ms`, `100us`, `1h`, `1.5s`; a bare number is seconds.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    duration_ns_in(s, Bare::S)
+}
+
+/// A time in milliseconds, as the settings keep it: `20ms`, `0.5s`, `250us`; a bare number
+/// is ms (the flags named `-ms`, `--max-lag`, `--goodput`'s bounds).
+pub fn parse_ms(s: &str) -> Result<f64, String> {
+    duration_ns_in(s, Bare::Ms).map(|ns| ns as f64 / 1e6)
+}
+
+/// As `parse_ms`, for the settings kept in whole milliseconds (`--fault-stall-ms`).
+pub fn parse_whole_ms(s: &str) -> Result<u64, String> {
+    let ns = duration_ns_in(s, Bare::Ms)?;
+    if ns % 1_000_000 != 0 {
+        return Err(format!(
+            "'{s}' is not a whole number of ms (like 200ms or 5s)"
+        ));
+    }
+    Ok(ns / 1_000_000)
 }
 
 /// `0`, `0,1`, `0-3`, `0-1,4`: CPUs this process may run on (`online`), each at most
@@ -88,17 +137,14 @@ pub fn cpus_of(
     Ok((workers, sim))
 }
 
-/// `--goodput KEY:MS` (vLLM's syntax): `ttft:500`, `e2el:3000ms`.
+/// `--goodput KEY:MS` (vLLM's syntax): `ttft:500`, `e2el:3000ms`, `e2e:3s` (a bare bound is
+/// ms, as vLLM's).
 pub fn parse_slo(s: &str) -> Result<Slo, UsageError> {
     let bad = |why: &str| UsageError(format!("--goodput '{s}': {why} (like ttft:500 tpot:50)"));
     let (k, v) = s.split_once(':').ok_or_else(|| bad("expected KEY:MS"))?;
     let metric = SloMetric::from_key(k)
         .ok_or_else(|| bad("unknown key; use ttft, tpot, itl, e2e or ntpot"))?;
-    let max_ms: f64 = v
-        .trim()
-        .trim_end_matches("ms")
-        .parse()
-        .map_err(|_| bad("not a number of ms"))?;
+    let max_ms = parse_ms(v).map_err(|_| bad("not a time (ms, or with a unit: 500ms, 0.5s)"))?;
     if !(max_ms.is_finite() && max_ms > 0.0) {
         return Err(bad("the bound must be above 0"));
     }
@@ -168,10 +214,30 @@ mod tests {
         assert_eq!(parse_duration_ns("500ms"), Ok(500_000_000));
         assert_eq!(parse_duration_ns("100us"), Ok(100_000));
         assert_eq!(parse_duration_ns("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("250ns"), Ok(250));
+        assert_eq!(parse_duration_ns("3µs"), Ok(3_000));
         assert!(parse_duration_ns("1e30h").is_err());
+        assert!(parse_duration_ns("-1s").is_err());
+        assert!(parse_duration_ns("").is_err());
         assert!(parse_duration_ns("5 parsecs")
             .unwrap_err()
             .contains("unknown unit"));
+    }
+
+    #[test]
+    fn bare_numbers_keep_each_flags_old_unit() {
+        assert_eq!(duration_ns_in("40", Bare::Us), Ok(40_000));
+        assert_eq!(duration_ns_in("40", Bare::Ms), Ok(40_000_000));
+        assert_eq!(duration_ns_in("40us", Bare::Ms), Ok(40_000));
+        assert_eq!(duration_ns_in("2s", Bare::Us), Ok(2_000_000_000));
+        assert_eq!(parse_ms("1"), Ok(1.0));
+        assert_eq!(parse_ms("100us"), Ok(0.1));
+        assert_eq!(parse_ms("0.25s"), Ok(250.0));
+        assert_eq!(parse_whole_ms("5s"), Ok(5_000));
+        assert_eq!(parse_whole_ms("200"), Ok(200));
+        assert!(parse_whole_ms("1500us")
+            .unwrap_err()
+            .contains("whole number of ms"));
     }
 
     #[test]
@@ -204,6 +270,8 @@ mod tests {
                 max_ms: 3000.0
             }
         );
+        assert_eq!(parse_slo("ttft:0.5s").unwrap().max_ms, 500.0);
+        assert_eq!(parse_slo("tpot:50").unwrap().max_ms, 50.0);
         assert!(parse_slo("foo:5").unwrap_err().0.contains("unknown key"));
         assert!(parse_slo("ttft=5").unwrap_err().0.contains("--goodput"));
         assert!(parse_slo("ttft:0").unwrap_err().0.contains("above 0"));

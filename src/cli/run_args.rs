@@ -4,8 +4,8 @@
 //! CLI and a library user hit the same rules with the same messages.
 
 use super::parse::{
-    check_percentiles, exports_of, parse_duration_ns, parse_endpoint, parse_header, parse_slo,
-    parse_target,
+    check_percentiles, duration_ns_in, exports_of, parse_duration_ns, parse_endpoint, parse_header,
+    parse_ms, parse_slo, parse_target, Bare,
 };
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
@@ -22,218 +22,307 @@ pub enum ArrivalArg {
     Gamma,
 }
 
+/// The headings `run --help` groups its flags under, in the order they are shown (the
+/// simulator's and the two other tools' spellings follow, in their own structs).
+pub mod heading {
+    pub const TARGET: &str = "Target";
+    pub const LOAD: &str = "Load";
+    pub const WORKLOAD: &str = "Workload";
+    pub const STOP: &str = "Stop and warm-up";
+    pub const OUTPUT: &str = "Output";
+    pub const SERVER: &str = "Server metrics";
+    pub const OVERHEAD: &str = "Client overhead";
+    pub const TLS: &str = "TLS and auth";
+    pub const SIM: &str = "Simulator (no --url)";
+}
+use heading as h;
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Base URL of the server (http://host:port); none: benchmark the built-in simulator.
-    #[arg(long)]
+    /// Flags from a TOML or YAML file (keys: flag names), or a run's summary.json
+    ///
+    /// A file `run.toml` holding `request-rate = 50` and `goodput = ["ttft:500", "tpot:50"]`
+    /// is `--request-rate 50 --goodput ttft:500 tpot:50`; a flag on the line replaces the
+    /// file's value of the same flag. `--config DIR/summary.json` reruns that run: the same
+    /// flags, seed and prompt nonce, so the same schedule and the same prompts (secrets were
+    /// never written: give --api-key or --header again).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Benchmark the zero-delay built-in simulator: 100 requests, one user
+    ///
+    /// The self-check: what the client alone costs. Without --url and without any flag of
+    /// load, stop or simulator, `run` instead runs the demo: the simulator at a small model's
+    /// pace (TTFT 20 ms, ITL 5 ms, 128 tokens) at 50 req/s for 8 s.
+    #[arg(long, conflicts_with_all = ["url", "base_url", "host", "port"])]
+    pub self_check: bool,
+
+    /// The server, like http://host:8000 [default: the built-in simulator]
+    #[arg(long, value_name = "URL", help_heading = h::TARGET)]
     pub url: Option<String>,
-    /// chat or completions, or the path: /v1/chat/completions, /v1/completions [default: chat;
-    /// with vLLM's spellings, vLLM's /v1/completions].
-    #[arg(long, value_name = "KIND|PATH", value_parser = parse_endpoint)]
+    /// chat, completions, or a path like /v1/completions [default: chat]
+    ///
+    /// With vLLM's spellings on the line, vLLM's default: /v1/completions.
+    #[arg(long, value_name = "KIND|PATH", value_parser = parse_endpoint, help_heading = h::TARGET)]
     pub endpoint: Option<Endpoint>,
-    /// Model name sent in the body (default: first of GET /v1/models).
-    #[arg(short = 'm', long, alias = "model-names")]
+    /// Model name sent in the body [default: the first of GET /v1/models]
+    #[arg(short = 'm', long, alias = "model-names", value_name = "NAME", help_heading = h::TARGET)]
     pub model: Option<String>,
-    /// Closed loop: N virtual users.
-    #[arg(long)]
-    pub concurrency: Option<u32>,
-    /// Open loop: requests per second; inf sends them all at once (vLLM's meaning: a closed
-    /// loop of --max-concurrency users, or of one user per request).
-    #[arg(long)]
-    pub request_rate: Option<f64>,
-    /// Arrival process of --request-rate [default: poisson; gamma when --burstiness is given].
-    #[arg(long, value_enum, requires = "request_rate")]
-    pub arrival: Option<ArrivalArg>,
-    /// Gamma shape of the arrivals (1 = Poisson, < 1 burstier; vLLM's meaning).
-    #[arg(long)]
-    pub burstiness: Option<f64>,
-    /// Cap on in-flight requests in open loop (--request-rate or --trace).
-    #[arg(long)]
-    pub max_concurrency: Option<u32>,
-    /// Measured requests to send (warm-up comes on top).
-    #[arg(long)]
-    pub request_count: Option<u64>,
-    /// How long to send, like 30s, 2m, 500ms.
-    #[arg(long, value_parser = parse_duration_ns)]
-    pub duration: Option<u64>,
-    #[arg(long, default_value_t = 0)]
-    pub warmup_requests: u64,
-    #[arg(long, value_parser = parse_duration_ns)]
-    pub warmup_duration: Option<u64>,
-    /// Prompt length, tokens [default: 128].
-    #[arg(long)]
-    pub input_tokens: Option<u32>,
-    /// max_tokens of every request [default: 16, or the dataset's own output lengths].
-    #[arg(long)]
-    pub output_tokens: Option<u32>,
-    /// Per-request SLOs KEY:MS (ttft, tpot, itl, e2e, ntpot), as vLLM's --goodput.
-    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
-    pub goodput: Vec<String>,
-    /// Percentiles every output carries, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub percentiles: Option<Vec<f64>>,
     /// Non-streaming requests (only E2E-type metrics).
-    #[arg(long)]
+    #[arg(long, help_heading = h::TARGET)]
     pub no_stream: bool,
     /// Do not ask for stream_options.include_usage.
-    #[arg(long)]
+    #[arg(long, hide_short_help = true, help_heading = h::TARGET)]
     pub no_usage: bool,
-    #[arg(long, default_value_t = 0, alias = "random-seed")]
-    pub seed: u64,
-    /// CPUs the workers are pinned to, one worker each (e.g. 0 or 0,1 or 0-3).
-    #[arg(long)]
-    pub cpus: Option<String>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub io_driver: IoDriver,
-    #[arg(long, value_parser = parse_duration_ns, default_value = "600s")]
+    /// Longest a request may take, connect included
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "600s", help_heading = h::TARGET)]
     pub request_timeout: u64,
-    #[arg(long, value_parser = parse_duration_ns, default_value = "10s")]
+    /// Longest the TCP connect, then the TLS handshake, may each take
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s", hide_short_help = true, help_heading = h::TARGET)]
     pub connect_timeout: u64,
-    /// Scheduling-lag p99 above this (ms) marks the run invalid.
-    #[arg(long, default_value_t = 1.0)]
-    pub max_lag: f64,
-    /// Exit 0 even when the client's own overhead made the run invalid.
-    #[arg(long)]
-    pub allow_invalid: bool,
-    /// Write summary.json, requests.jsonl and the exports here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Extra header K:V (or vLLM's K=V) on every request (repeatable); secret-looking values
-    /// are never written out.
-    #[arg(long = "header", value_name = "K:V", num_args = 1..)]
-    pub headers: Vec<String>,
-    /// Send no x-request-id [default: every request carries x-request-id: RUN-ID, its
-    /// arrival index; requests.jsonl keeps it and any id the server echoes].
-    #[arg(long)]
+    /// Send no x-request-id: RUN-ID-N header
+    ///
+    /// N is the request's arrival index; requests.jsonl keeps it and any id the server
+    /// echoes.
+    #[arg(long, help_heading = h::TARGET)]
     pub no_request_id: bool,
-    /// The run's id, first part of every x-request-id (1-23 of A-Z a-z 0-9 . _ -)
-    /// [default: 8 random hex digits, in summary.json's config.run_id].
-    #[arg(long, value_name = "ID", conflicts_with = "no_request_id")]
+    /// The run's id in every x-request-id [default: 8 random hex digits]
+    ///
+    /// 1 to 23 of A-Z a-z 0-9 . _ -; summary.json keeps it in config.run_id.
+    #[arg(long, value_name = "ID", conflicts_with = "no_request_id", hide_short_help = true, help_heading = h::TARGET)]
     pub run_id: Option<String>,
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+
+    /// Closed loop: N users, each sending again once answered [default: 1]
+    #[arg(long, value_name = "N", help_heading = h::LOAD)]
+    pub concurrency: Option<u32>,
+    /// Open loop: requests per second, or inf (all at once)
+    ///
+    /// inf is vLLM's meaning: a closed loop of --max-concurrency users, or of one user per
+    /// request.
+    #[arg(long, value_name = "R", help_heading = h::LOAD)]
+    pub request_rate: Option<f64>,
+    /// poisson, constant or gamma [default: poisson; gamma with --burstiness]
+    #[arg(long, value_enum, value_name = "KIND", hide_possible_values = true, requires = "request_rate", help_heading = h::LOAD)]
+    pub arrival: Option<ArrivalArg>,
+    /// Gamma shape of the arrivals: 1 is Poisson, below 1 burstier (vLLM's)
+    #[arg(long, value_name = "K", help_heading = h::LOAD)]
+    pub burstiness: Option<f64>,
+    /// Cap on requests in flight in an open loop [default: none]
+    #[arg(long, value_name = "N", help_heading = h::LOAD)]
+    pub max_concurrency: Option<u32>,
+    /// Seeds prompts, lengths and arrivals: same seed, same run
+    #[arg(long, value_name = "N", default_value_t = 0, alias = "random-seed", help_heading = h::LOAD)]
+    pub seed: u64,
+    /// Replay a Mooncake JSONL trace, each line at its recorded time
+    ///
+    /// Each line: timestamp (ms), input_length, output_length, optional hash_ids. The trace
+    /// sets the load, the count and the lengths.
+    #[arg(long, value_name = "FILE", conflicts_with_all = TRACE_CONFLICTS, help_heading = h::LOAD)]
+    pub trace: Option<PathBuf>,
+    /// Tokens per hash_ids entry in the trace (Mooncake's)
+    #[arg(long, value_name = "N", default_value_t = ringbench::plan::workload::DEFAULT_BLOCK_SIZE, requires = "trace", hide_short_help = true, help_heading = h::LOAD)]
+    pub trace_block_size: u32,
+    /// Replay X times faster than recorded (gaps divided by X)
+    #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace", hide_short_help = true, help_heading = h::LOAD)]
+    pub replay_speedup: f64,
+
+    /// Prompt length, tokens [default: 128]
+    #[arg(long, value_name = "N", help_heading = h::WORKLOAD)]
+    pub input_tokens: Option<u32>,
+    /// max_tokens of every request [default: 16, or the dataset's]
+    #[arg(long, value_name = "N", help_heading = h::WORKLOAD)]
+    pub output_tokens: Option<u32>,
+    /// Prompt lengths, like lognormal:300:4000 [default: fixed]
+    ///
+    /// fixed:N, uniform:MEAN:RATIO, normal:MEAN:SD[:MAX], lognormal:MEDIAN:P99[:MAX].
+    #[arg(long, value_name = "SPEC", help_heading = h::WORKLOAD)]
+    pub input_dist: Option<String>,
+    /// max_tokens distribution, as --input-dist [default: fixed]
+    #[arg(long, value_name = "SPEC", help_heading = h::WORKLOAD)]
+    pub output_dist: Option<String>,
+    /// Uniform lengths in [N·(1−R), N·(1+R)] around both lengths (vLLM's)
+    #[arg(long, value_name = "R", conflicts_with_all = ["input_dist", "output_dist"], help_heading = h::WORKLOAD)]
+    pub random_range_ratio: Option<f64>,
+    /// A local tokenizer.json: exact prompt lengths and token counts
+    #[arg(long, value_name = "PATH", help_heading = h::WORKLOAD)]
+    pub tokenizer: Option<PathBuf>,
+    /// Prompts from a file (see --dataset-format)
+    #[arg(long, value_name = "PATH", help_heading = h::WORKLOAD)]
+    pub dataset: Option<PathBuf>,
+    /// sharegpt, jsonl or logs [default: sharegpt for .json, else jsonl]
+    ///
+    /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens) or logs
+    /// (prompt_tokens, completion_tokens).
+    #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true, requires = "dataset", help_heading = h::WORKLOAD)]
+    pub dataset_format: Option<ringbench::plan::workload::DatasetKind>,
+    /// Order of the dataset's items: sequential, random or shuffle (seeded)
+    #[arg(long, value_enum, value_name = "ORDER", hide_possible_values = true, default_value = "sequential", requires = "dataset", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub dataset_sampling: ringbench::plan::workload::Sampling,
+    /// Shared system prefixes: G groups (with --prefix-tokens)
+    #[arg(long, value_name = "G", requires = "prefix_tokens", help_heading = h::WORKLOAD)]
+    pub prefix_groups: Option<u32>,
+    /// Tokens in each shared prefix (with --prefix-groups)
+    #[arg(long, value_name = "P", requires = "prefix_groups", help_heading = h::WORKLOAD)]
+    pub prefix_tokens: Option<u32>,
+    /// Zipf exponent of the groups' popularity [default: all alike]
+    #[arg(long, value_name = "S", requires = "prefix_groups", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub prefix_zipf: Option<f64>,
+    /// Let prompts repeat: no per-request salt, no per-run nonce
+    ///
+    /// A run longer than the 1,024 built prompts, and every rerun, then sends them again
+    /// (and may meet a warm prefix cache).
+    #[arg(long, help_heading = h::WORKLOAD)]
+    pub no_prompt_salt: bool,
+    /// The prompts' salt nonce [default: random per run]
+    ///
+    /// A rerun with the same nonce sends the same bytes; a new one meets a cold cache.
+    #[arg(long, value_name = "N", conflicts_with = "no_prompt_salt", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub prompt_nonce: Option<u64>,
+    /// Send ignore_eos: true, so answers run to max_tokens
+    #[arg(long, help_heading = h::WORKLOAD)]
+    pub ignore_eos: bool,
+    /// Send min_tokens N (at most each request's max_tokens)
+    #[arg(long, value_name = "N", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub min_tokens: Option<u32>,
+    /// Sampling temperature sent in every body [default: none]
+    #[arg(long, value_name = "T", help_heading = h::WORKLOAD)]
+    pub temperature: Option<f64>,
+    /// A JSON object merged into every body last (its keys win)
+    #[arg(long, value_name = "JSON", help_heading = h::WORKLOAD)]
+    pub extra_body: Option<String>,
+
+    /// Measured requests to send, warm-up on top [default: 100]
+    #[arg(long, value_name = "N", help_heading = h::STOP)]
+    pub request_count: Option<u64>,
+    /// How long to send, like 30s or 2m (bare: s) [default: no limit]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::STOP)]
+    pub duration: Option<u64>,
+    /// The first N requests are warm-up, left out of every figure
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = h::STOP)]
+    pub warmup_requests: u64,
+    /// Requests due within D of the start are warm-up [default: none]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::STOP)]
+    pub warmup_duration: Option<u64>,
+    /// On SIGINT: time in-flight requests get to end (bare: s)
+    ///
+    /// On SIGINT or SIGTERM sending stops; requests still in flight after this are cancelled.
+    /// A second signal ends at once.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", help_heading = h::STOP)]
+    pub grace: u64,
+
+    /// Write summary.json, requests.jsonl, exports, report.html here
+    #[arg(long, value_name = "DIR", help_heading = h::OUTPUT)]
+    pub out: Option<PathBuf>,
+    /// Exports --out writes: vllm, aiperf, csv, all or none [default: all]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
+    pub export: Option<Vec<String>>,
+    /// Percentiles every output carries [default: 50,90,95,99,99.9]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
+    pub percentiles: Option<Vec<f64>>,
+    /// Per-request SLOs: ttft, tpot, itl, e2e, ntpot, like ttft:500 (ms)
+    ///
+    /// A bound takes a unit (ttft:0.5s); a bare number is ms.
+    #[arg(long, num_args = 1.., value_name = "KEY:MS", help_heading = h::OUTPUT)]
+    pub goodput: Vec<String>,
+    /// Exit 3 when more than PCT % of the measured requests failed
+    ///
+    /// Without it, the run fails (exit 5) only when no measured request succeeded.
+    #[arg(long, value_name = "PCT", help_heading = h::OUTPUT)]
+    pub max_failed: Option<f64>,
+    /// No progress display on stderr
+    #[arg(long, help_heading = h::OUTPUT)]
+    pub quiet: bool,
+    /// Off a terminal, one progress line every D (0: none; bare: s)
+    ///
+    /// On a terminal the progress bar is redrawn several times a second instead.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", hide_short_help = true, help_heading = h::OUTPUT)]
+    pub progress_interval: u64,
+
+    /// Scrape these /metrics URLs [default: <base>/metrics, if up]
+    ///
+    /// With no URL: <base>/metrics. By default <base>/metrics is probed once before the run
+    /// and scraped if it answers Prometheus text.
+    #[arg(long, value_name = "URL", num_args = 0.., conflicts_with = "no_server_metrics", help_heading = h::SERVER)]
+    pub server_metrics: Option<Vec<String>>,
+    /// Time between scrapes, 100ms to 1h (bare: s)
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration_ns, help_heading = h::SERVER)]
+    pub server_metrics_interval: u64,
+    /// Do not probe or scrape the server's metrics
+    #[arg(long, help_heading = h::SERVER)]
+    pub no_server_metrics: bool,
+    /// Query this Prometheus server after the run instead of scraping
+    ///
+    /// Over the measured window, a step every --server-metrics-interval: for servers behind
+    /// a service, where one pod's /metrics is not the whole picture.
+    #[arg(long, value_name = "URL", help_heading = h::SERVER)]
+    pub prometheus: Option<String>,
+    /// Label matchers for every --prometheus query, like '{pod=~"vllm-.*"}'
+    #[arg(long, value_name = "SEL", hide_short_help = true, help_heading = h::SERVER)]
+    pub prometheus_selector: Option<String>,
+
+    /// Workers' CPUs, one worker each, like 0,1 or 0-3 [default: the first]
+    #[arg(long, value_name = "LIST", help_heading = h::OVERHEAD)]
+    pub cpus: Option<String>,
+    /// The workers' I/O driver: auto, uring or epoll
+    #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value = "auto", help_heading = h::OVERHEAD)]
+    pub io_driver: IoDriver,
+    /// Scheduling-lag p99 above D: run invalid (bare: ms)
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "1ms", help_heading = h::OVERHEAD)]
+    pub max_lag: f64,
+    /// Exit 0 even when the client's overhead made the run invalid
+    #[arg(long, help_heading = h::OVERHEAD)]
+    pub allow_invalid: bool,
+    /// Spin before each send for D (bare: µs, at most 200us), or auto
+    ///
+    /// The spin goes through the event loop, which keeps serving reads; 0 never spins (less
+    /// CPU, later sends).
+    #[arg(long, value_name = "auto|D", default_value = "auto", value_parser = parse_spin_us, hide_short_help = true, help_heading = h::OVERHEAD)]
+    pub pacer_spin_us: SpinUs,
+    /// Report the kernel → user delay of every read (http:// only)
+    ///
+    /// From the kernel's software receive stamps; costs a syscall per read.
+    #[arg(long, hide_short_help = true, help_heading = h::OVERHEAD)]
+    pub rx_timestamps: bool,
+    /// Run even if another ringbench here loads the same endpoint
+    #[arg(long, hide_short_help = true, help_heading = h::OVERHEAD)]
+    pub allow_concurrent: bool,
+
+    /// Sent as Authorization: Bearer; never written out
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY", help_heading = h::TLS)]
     pub api_key: Option<String>,
-    /// Built-in simulator's CPUs (default: the first CPU the workers do not use).
-    #[arg(long)]
+    /// Header K:V (or K=V) on every request, repeatable
+    ///
+    /// Values of secret-looking headers (authorization, *key*, *token*, cookie, ...) are never
+    /// written out.
+    #[arg(long = "header", value_name = "K:V", num_args = 1.., help_heading = h::TLS)]
+    pub headers: Vec<String>,
+    /// https: trust this CA certificate (PEM), not the system's
+    ///
+    /// A self-signed certificate the server presents as its own is trusted as exactly itself.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = h::TLS)]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (reported)
+    #[arg(long, help_heading = h::TLS)]
+    pub insecure: bool,
+
+    /// The simulator's CPUs [default: the first the workers do not use]
+    #[arg(long, value_name = "LIST", help_heading = h::SIM)]
     pub sim_cpus: Option<String>,
     #[command(flatten)]
     pub sim: RunSimFlags,
-    /// No live progress line on stderr.
-    #[arg(long)]
-    pub quiet: bool,
-    /// On SIGINT/SIGTERM: stop sending, give in-flight requests this long, cancel the rest.
-    /// A second signal ends at once.
-    #[arg(long, value_parser = parse_duration_ns, default_value = "5s")]
-    pub grace: u64,
-    /// Run even if another ringbench is benchmarking the same endpoint on this host.
-    #[arg(long)]
-    pub allow_concurrent: bool,
-    /// Exports --out writes: vllm, aiperf, csv, all or none (comma-separated; default all).
-    #[arg(long, value_delimiter = ',')]
-    pub export: Option<Vec<String>>,
-    /// https: trust this CA certificate (PEM) instead of the system roots.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub cacert: Option<PathBuf>,
-    /// https: do not verify the server's certificate (said in the report).
-    #[arg(long)]
-    pub insecure: bool,
-    /// Hugging Face tokenizer.json (local file): exact-length prompts and exact input counts.
-    #[arg(long, value_name = "PATH")]
-    pub tokenizer: Option<PathBuf>,
-    /// Input length distribution: fixed:N, uniform:MEAN:RATIO, normal:MEAN:SD[:MAX],
-    /// lognormal:MEDIAN:P99[:MAX] [default: fixed at --input-tokens].
-    #[arg(long, value_name = "SPEC")]
-    pub input_dist: Option<String>,
-    /// Output length (max_tokens) distribution, same syntax as --input-dist.
-    #[arg(long, value_name = "SPEC")]
-    pub output_dist: Option<String>,
-    /// Uniform lengths in [N·(1−R), N·(1+R)] around --input-tokens and --output-tokens (vLLM's).
-    #[arg(long, value_name = "R", conflicts_with_all = ["input_dist", "output_dist"])]
-    pub random_range_ratio: Option<f64>,
-    /// Prompts from a file (see --dataset-format).
-    #[arg(long, value_name = "PATH")]
-    pub dataset: Option<PathBuf>,
-    /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens) or logs
-    /// (prompt_tokens, completion_tokens) [default: sharegpt for .json, else jsonl].
-    #[arg(long, value_enum, requires = "dataset")]
-    pub dataset_format: Option<ringbench::plan::workload::DatasetKind>,
-    /// Order items are taken in: sequential, random (with replacement) or shuffle; seeded.
-    #[arg(long, value_enum, default_value = "sequential", requires = "dataset")]
-    pub dataset_sampling: ringbench::plan::workload::Sampling,
-    /// Send ignore_eos: true (vLLM/SGLang), so answers run to max_tokens.
-    #[arg(long)]
-    pub ignore_eos: bool,
-    /// Send min_tokens N (clamped to each request's max_tokens).
-    #[arg(long, value_name = "N")]
-    pub min_tokens: Option<u32>,
-    #[arg(long, value_name = "T")]
-    pub temperature: Option<f64>,
-    /// A JSON object merged into every request body last (its keys win).
-    #[arg(long, value_name = "JSON")]
-    pub extra_body: Option<String>,
-    /// Shared system prefixes: G groups (needs --prefix-tokens).
-    #[arg(long, value_name = "G", requires = "prefix_tokens")]
-    pub prefix_groups: Option<u32>,
-    /// Tokens in each shared prefix (needs --prefix-groups).
-    #[arg(long, value_name = "P", requires = "prefix_groups")]
-    pub prefix_tokens: Option<u32>,
-    /// Zipf exponent of group popularity (default: groups equally likely).
-    #[arg(long, value_name = "S", requires = "prefix_groups")]
-    pub prefix_zipf: Option<f64>,
-    /// Let prompts repeat: no per-request salt at the start of each prompt, no per-run nonce
-    /// (a run longer than the 1,024 built prompts, and every rerun, sends them again).
-    #[arg(long)]
-    pub no_prompt_salt: bool,
-    /// The run's salt nonce (summary.json's config.workload.prompt_nonce): a rerun with it
-    /// sends the same bytes [default: random per run, so every run meets a cold cache].
-    #[arg(long, value_name = "N", conflicts_with = "no_prompt_salt")]
-    pub prompt_nonce: Option<u64>,
-    /// Replay a timestamped trace (Mooncake JSONL: timestamp ms, input_length,
-    /// output_length, optional hash_ids): every line sent at its recorded time.
-    #[arg(long, value_name = "FILE", conflicts_with_all = TRACE_CONFLICTS)]
-    pub trace: Option<PathBuf>,
-    /// Tokens per hash_ids entry in the trace (Mooncake: 512).
-    #[arg(long, value_name = "N", default_value_t = ringbench::plan::workload::DEFAULT_BLOCK_SIZE, requires = "trace")]
-    pub trace_block_size: u32,
-    /// Replay X times faster than recorded (gaps divided by X).
-    #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
-    pub replay_speedup: f64,
-    /// Report the kernel → user delay of every read from the kernel's software receive
-    /// stamps (SO_TIMESTAMPING; plain http:// only). Costs a syscall per read.
-    #[arg(long)]
-    pub rx_timestamps: bool,
-    /// Spin (through the event loop, which keeps serving reads) for this long before each
-    /// send instead of sleeping to it: `auto` learns it from the timer's lateness; 0 never
-    /// spins (less CPU, later sends).
-    #[arg(long, value_name = "auto|US", default_value = "auto", value_parser = parse_spin_us)]
-    pub pacer_spin_us: SpinUs,
-    /// Fail the run's gate (exit 3) when more than PCT % of the measured requests sent
-    /// failed [default: fail (exit 5) only when none succeeded].
-    #[arg(long, value_name = "PCT")]
-    pub max_failed: Option<f64>,
-    /// Scrape the server's own Prometheus metrics beside the run: these /metrics URLs, or
-    /// with no URL <base>/metrics [default: probe <base>/metrics once before the run and
-    /// scrape it if it answers Prometheus text].
-    #[arg(long, value_name = "URL", num_args = 0.., conflicts_with = "no_server_metrics")]
-    pub server_metrics: Option<Vec<String>>,
-    /// Time between scrapes of the server's metrics (100ms to 1h).
-    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration_ns)]
-    pub server_metrics_interval: u64,
-    /// Do not probe or scrape the server's metrics.
-    #[arg(long)]
-    pub no_server_metrics: bool,
-    /// Instead of scraping /metrics, query this Prometheus server (http://host:9090) after
-    /// the run over the measured window, a step every --server-metrics-interval: for servers
-    /// behind a service, where one pod's /metrics is not the whole picture.
-    #[arg(long, value_name = "URL")]
-    pub prometheus: Option<String>,
-    /// Label matchers merged into every --prometheus query, like '{pod=~"vllm-.*"}'
-    /// [default: none].
-    #[arg(long, value_name = "SEL")]
-    pub prometheus_selector: Option<String>,
     #[command(flatten)]
     pub vllm: super::compat::VllmFlags,
     #[command(flatten)]
     pub aiperf: super::compat::AiperfFlags,
+    /// The ids of the flags given (on the line or in --config's file), filled by
+    /// `cli::parse`: what `run` does with no flags depends on what was given, not on values.
+    #[arg(skip)]
+    pub given: std::collections::BTreeSet<String>,
+    /// The flags given, as `summary.json`'s `config.args` keeps them (`config::given_args`).
+    #[arg(skip)]
+    pub args: Vec<String>,
+    /// `--config DIR/summary.json`: that file and its `config` block.
+    #[arg(skip)]
+    pub rerun_of: Option<(PathBuf, serde_json::Value)>,
 }
 
 /// `--pacer-spin-us`: `None` is auto; otherwise ns.
@@ -245,10 +334,10 @@ fn parse_spin_us(s: &str) -> Result<SpinUs, String> {
         return Ok(SpinUs(None));
     }
     let max_us = ringbench::plan::MAX_SPIN_NS / 1000;
-    match s.parse::<u64>() {
-        Ok(us) if us <= max_us => Ok(SpinUs(Some(us * 1000))),
+    match duration_ns_in(s, Bare::Us) {
+        Ok(ns) if ns <= ringbench::plan::MAX_SPIN_NS => Ok(SpinUs(Some(ns))),
         _ => Err(format!(
-            "`{s}` is not `auto` or a whole number of microseconds from 0 to {max_us}"
+            "`{s}` is not `auto` or a time from 0 to {max_us}us (a bare number is µs)"
         )),
     }
 }
@@ -274,6 +363,40 @@ const TRACE_CONFLICTS: [&str; 17] = [
     "prefix_zipf",
 ];
 
+/// `ringbench run` with no `--url` and no flag of load, stop or simulator: the built-in
+/// simulator at a small model's pace (`DEMO_TTFT_MS`, `DEMO_ITL_MS`, `DEMO_OUTPUT_TOKENS`), at
+/// `DEMO_RATE` req/s (about 33 streams open: 50 × (20 ms + 127 × 5 ms)) for `DEMO_DURATION_NS`.
+/// `--self-check` (or any such flag) keeps the zero-delay simulator and the 100-request default.
+pub const DEMO_TTFT_MS: f64 = 20.0;
+/// See `DEMO_TTFT_MS`.
+pub const DEMO_ITL_MS: f64 = 5.0;
+/// See `DEMO_TTFT_MS`.
+pub const DEMO_OUTPUT_TOKENS: u32 = 128;
+/// See `DEMO_TTFT_MS`.
+pub const DEMO_RATE: f64 = 50.0;
+/// See `DEMO_TTFT_MS`.
+pub const DEMO_DURATION_NS: u64 = 8_000_000_000;
+
+/// Flags (clap ids) that say where, how much or how fast: any of them, or any simulator flag,
+/// turns the demo off.
+const NOT_DEMO: [&str; 15] = [
+    "self_check",
+    "url",
+    "base_url",
+    "host",
+    "port",
+    "backend",
+    "concurrency",
+    "request_rate",
+    "arrival",
+    "burstiness",
+    "max_concurrency",
+    "trace",
+    "request_count",
+    "duration",
+    "sim_cpus",
+];
+
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
 /// The prompt length when no flag sets it.
@@ -285,6 +408,34 @@ impl RunArgs {
     pub fn to_plan(&self) -> Result<Plan, UsageError> {
         let (ours, vllm_result) = super::compat::lower(self)?;
         ours.plan_of(vllm_result)
+    }
+
+    /// `ringbench run`'s plan: `to_plan`, or the demo's when the line (and `--config`'s file)
+    /// gives no URL and no flag of load, stop or simulator; the flag says which.
+    pub fn run_plan(&self) -> Result<(Plan, bool), UsageError> {
+        if !self.is_demo() {
+            return Ok((self.to_plan()?, false));
+        }
+        let mut demo = self.clone();
+        demo.request_rate = Some(DEMO_RATE);
+        demo.duration = Some(DEMO_DURATION_NS);
+        demo.output_tokens = demo.output_tokens.or(Some(DEMO_OUTPUT_TOKENS));
+        demo.sim.ttft_ms = DEMO_TTFT_MS;
+        demo.sim.itl_ms = DEMO_ITL_MS;
+        Ok((demo.to_plan()?, true))
+    }
+
+    /// No URL and no flag of load, stop or simulator given (nor a vLLM or AIPerf spelling,
+    /// which bring those tools' defaults).
+    fn is_demo(&self) -> bool {
+        use clap::Args;
+        let sim = RunSimFlags::augment_args(clap::Command::new("sim"));
+        let sim_ids: Vec<&str> = sim.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let given = |id: &str| self.given.contains(id);
+        !(NOT_DEMO.iter().any(|id| given(id))
+            || sim_ids.iter().any(|id| given(id))
+            || self.vllm.given()
+            || self.aiperf.given())
     }
 
     /// The input length asked for (`--input-tokens`, or the default).
@@ -367,6 +518,7 @@ impl RunArgs {
             request_id: !self.no_request_id,
             run_id: self.run_id.clone(),
             vllm_result,
+            args: self.args.clone(),
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
@@ -447,6 +599,104 @@ pub(crate) mod tests {
         run.to_plan().map_err(|e| e.0)
     }
 
+    /// `ringbench run ARGS…` as the binary reads it (`cli::parse`, which knows which flags
+    /// were given): `run`'s plan and whether it is the demo.
+    fn run_plan(args: &[&str]) -> Result<(Plan, bool), String> {
+        let argv = ["ringbench", "run"].iter().chain(args).copied();
+        let cli = crate::cli::parse(argv).map_err(|e| format!("{e:?}"))?;
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        run.run_plan().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn no_url_and_no_load_flag_runs_the_demo() {
+        for args in [&[][..], &["--out", "/tmp/d", "--quiet", "--seed", "3"]] {
+            let (p, demo) = run_plan(args).unwrap();
+            assert!(demo, "{args:?}");
+            let sim = p.sim.as_ref().unwrap();
+            assert_eq!((sim.ttft_ms, sim.itl_ms), (DEMO_TTFT_MS, DEMO_ITL_MS));
+            assert_eq!(p.output_tokens, DEMO_OUTPUT_TOKENS);
+            assert_eq!(
+                p.load,
+                Load::Open {
+                    request_rate: DEMO_RATE,
+                    arrival: Arrival::Poisson,
+                    max_concurrency: None
+                }
+            );
+            assert_eq!(
+                p.stop,
+                Stop {
+                    request_count: None,
+                    duration_ns: Some(DEMO_DURATION_NS)
+                }
+            );
+            assert!(p.target.is_none());
+        }
+        let (p, demo) = run_plan(&["--output-tokens", "32"]).unwrap();
+        assert!(
+            demo && p.output_tokens == 32,
+            "a workload flag keeps the demo"
+        );
+        for args in [
+            &["--self-check"][..],
+            &["--request-count", "5"],
+            &["--duration", "1s"],
+            &["--concurrency", "2"],
+            &["--sim-itl-ms", "1"],
+            &["--sim-cpus", "0"],
+            &["--url", "http://h:1"],
+            &["--base-url", "http://h:1"],
+            &["--endpoint-type", "chat"],
+        ] {
+            let (p, demo) = run_plan(args).unwrap();
+            assert!(!demo, "{args:?}");
+            assert_eq!(p.sim.as_ref().map(|s| s.ttft_ms).unwrap_or(0.0), 0.0);
+        }
+        let (p, _) = run_plan(&["--self-check"]).unwrap();
+        assert_eq!(
+            (p.load, p.stop.request_count),
+            (Load::Closed { concurrency: 1 }, Some(100))
+        );
+        assert!(run_plan(&["--self-check", "--url", "http://h:1"]).is_err());
+    }
+
+    #[test]
+    fn times_take_units_and_bare_numbers_keep_their_old_unit() {
+        let p = plan(&[
+            "--max-lag",
+            "250us",
+            "--sim-ttft-ms",
+            "0.02s",
+            "--sim-itl-ms",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(p.max_lag_ms, 0.25);
+        let sim = p.sim.as_ref().unwrap();
+        assert_eq!((sim.ttft_ms, sim.itl_ms), (20.0, 5.0));
+        let p = plan(&[
+            "--max-lag",
+            "2",
+            "--sim-fault-stall-ms",
+            "1s",
+            "--grace",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(p.max_lag_ms, 2.0);
+        assert_eq!(p.sim.as_ref().unwrap().faults.stall_ms, 1_000);
+        assert_eq!(p.grace_ns, 2_000_000_000);
+        for bad in [
+            &["--max-lag", "1 parsec"][..],
+            &["--sim-fault-stall-ms", "1500us"],
+        ] {
+            assert!(plan(bad).is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn pacer_spin_is_auto_by_default_and_bounded() {
         assert_eq!(plan(&[]).unwrap().pacer_spin_ns, None);
@@ -458,7 +708,11 @@ pub(crate) mod tests {
             plan(&["--pacer-spin-us", "0"]).unwrap().pacer_spin_ns,
             Some(0)
         );
-        for bad in ["201", "-1", "1.5", "fast"] {
+        assert_eq!(
+            plan(&["--pacer-spin-us", "0.05ms"]).unwrap().pacer_spin_ns,
+            Some(50_000)
+        );
+        for bad in ["201", "-1", "1ms", "fast"] {
             let e = plan(&[&format!("--pacer-spin-us={bad}")]).unwrap_err();
             assert!(e.contains("--pacer-spin-us"), "{bad}: {e}");
         }

@@ -4,7 +4,7 @@
 //! both flag sets from one list, and each becomes `plan::SimSettings` through one function, so
 //! a new simulator setting is one entry here and one field there.
 
-use super::parse::parse_duration_ns;
+use super::parse::{parse_duration_ns, parse_ms, parse_whole_ms};
 use super::UsageError;
 use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, SimSettings};
 use ringbench::plan::IoDriver;
@@ -14,74 +14,81 @@ fn parse_fault(s: &str) -> Result<FaultSpec, String> {
     s.parse()
 }
 
-/// One flag set per spelling: `$name` with every flag's long name prefixed by `$prefix`.
+/// One flag set per spelling: `$name` with every flag's long name prefixed by `$prefix`,
+/// shown under the headings `$pace`, `$faults` and `$engine`; `$rare` hides the rarely used
+/// ones from `-h` (they stay in `--help`).
 macro_rules! sim_flags {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $pace:expr, $faults:expr, $engine:expr, $rare:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone, clap::Args)]
         pub struct $name {
-            /// Simulator: time to first token, ms.
-            #[arg(long = concat!($prefix, "ttft-ms"), value_name = "MS", default_value_t = 0.0)]
+            /// Time to first token (bare: ms)
+            #[arg(long = concat!($prefix, "ttft-ms"), value_name = "D", value_parser = parse_ms, default_value = "0ms", help_heading = $pace)]
             pub ttft_ms: f64,
-            /// Simulator: delay between events after the first, ms.
-            #[arg(long = concat!($prefix, "itl-ms"), value_name = "MS", default_value_t = 0.0)]
+            /// Inter-token latency (bare: ms)
+            ///
+            /// The time between content events after the first.
+            #[arg(long = concat!($prefix, "itl-ms"), value_name = "D", value_parser = parse_ms, default_value = "0ms", help_heading = $pace)]
             pub itl_ms: f64,
-            /// Simulator: tokens carried by one content event.
-            #[arg(long = concat!($prefix, "tokens-per-chunk"), value_name = "N", default_value_t = 1)]
+            /// Tokens in one content event
+            #[arg(long = concat!($prefix, "tokens-per-chunk"), value_name = "N", default_value_t = 1, hide_short_help = $rare, help_heading = $pace)]
             pub tokens_per_chunk: u32,
-            /// Simulator: inject a fault KIND with probability PROB per request (per
-            /// connection for refuse); repeatable. Kinds: refuse, reset_before_head,
-            /// reset_mid_stream, http_500, http_503, http_429, error_event, stall_head,
-            /// stall_mid, bad_json, truncated_chunk, bad_utf8, oversized_event, slow_head,
-            /// close_after_response.
-            #[arg(long = concat!($prefix, "fault"), value_name = "KIND:PROB", value_parser = parse_fault)]
-            pub faults: Vec<FaultSpec>,
-            /// Simulator: how long stall_head/stall_mid send nothing, ms.
-            #[arg(long = concat!($prefix, "fault-stall-ms"), value_name = "MS", default_value_t = 5_000)]
-            pub fault_stall_ms: u64,
-            /// Simulator: how long slow_head takes to trickle the head out, ms.
-            #[arg(long = concat!($prefix, "fault-slow-head-ms"), value_name = "MS", default_value_t = 200)]
-            pub fault_slow_head_ms: u64,
-            /// Simulator's load model: extra TTFT ms per other request in flight (0 = off).
-            #[arg(long = concat!($prefix, "ttft-per-inflight-ms"), value_name = "MS", default_value_t = 0.0)]
-            pub ttft_per_inflight_ms: f64,
-            /// Simulator's load model: extra ITL ms per other request in flight (0 = off).
-            #[arg(long = concat!($prefix, "itl-per-inflight-ms"), value_name = "MS", default_value_t = 0.0)]
-            pub itl_per_inflight_ms: f64,
-            /// Simulator's engine model: running-sequence slots per simulator CPU (one engine
-            /// replica each); more requests wait in a FIFO queue (0 = no limit).
-            #[arg(long = concat!($prefix, "max-num-seqs"), value_name = "N", default_value_t = 0)]
-            pub max_num_seqs: u32,
-            /// Simulator's engine model: longest waiting queue per replica; beyond it HTTP 429
-            /// (0 = no limit). Needs max-num-seqs or kv-cache-blocks.
-            #[arg(long = concat!($prefix, "max-waiting"), value_name = "N", default_value_t = 0)]
-            pub max_waiting: u32,
-            /// Simulator's engine model: prefill ms per prompt token not served from the KV
-            /// cache (0 = off).
-            #[arg(long = concat!($prefix, "prefill-ms-per-token"), value_name = "MS", default_value_t = 0.0)]
-            pub prefill_ms_per_token: f64,
-            /// Simulator's engine model: fixed prefill ms per request (0 = off).
-            #[arg(long = concat!($prefix, "prefill-overhead-ms"), value_name = "MS", default_value_t = 0.0)]
-            pub prefill_overhead_ms: f64,
-            /// Simulator's engine model: KV-cache blocks per replica, with prefix caching
-            /// (0 = no cache).
-            #[arg(long = concat!($prefix, "kv-cache-blocks"), value_name = "N", default_value_t = 0)]
-            pub kv_cache_blocks: u32,
-            /// Simulator's engine model: tokens per KV-cache block (the simulator's token is a
-            /// word of the prompt).
-            #[arg(long = concat!($prefix, "block-size"), value_name = "B", default_value_t = 16)]
-            pub block_size: u32,
-            /// Simulator: whose wire format and /metrics names to copy.
-            #[arg(long = concat!($prefix, "flavor"), value_enum, default_value = "vllm")]
-            pub flavor: Flavor,
-            /// Simulator: of each chat reply's tokens, how many come first as reasoning
-            /// (`delta.reasoning` for vllm, `delta.reasoning_content` for llama-cpp).
-            #[arg(long = concat!($prefix, "reasoning-tokens"), value_name = "N", default_value_t = 0)]
+            /// Tokens of each chat reply sent first as reasoning
+            ///
+            /// Sent as `delta.reasoning` (vllm) or `delta.reasoning_content` (llama-cpp).
+            #[arg(long = concat!($prefix, "reasoning-tokens"), value_name = "N", default_value_t = 0, hide_short_help = $rare, help_heading = $pace)]
             pub reasoning_tokens: u32,
-            /// Simulator: every response carries x-request-id, the request's own or one it
-            /// makes (vLLM's --enable-request-id-headers).
-            #[arg(long = concat!($prefix, "enable-request-id-headers"))]
+            /// Wire format and /metrics names: vllm or llama-cpp
+            #[arg(long = concat!($prefix, "flavor"), value_enum, value_name = "NAME", hide_possible_values = true, default_value = "vllm", hide_short_help = $rare, help_heading = $pace)]
+            pub flavor: Flavor,
+            /// Send x-request-id on every response (as vLLM can)
+            ///
+            /// The request's own, or one the simulator makes when the request has none.
+            #[arg(long = concat!($prefix, "enable-request-id-headers"), hide_short_help = $rare, help_heading = $pace)]
             pub request_id_headers: bool,
+            /// A fault KIND with probability PROB per request, repeatable
+            ///
+            /// Per connection for refuse. Kinds: refuse, reset_before_head, reset_mid_stream,
+            /// http_500, http_503, http_429, error_event, stall_head, stall_mid, bad_json,
+            /// truncated_chunk, bad_utf8, oversized_event, slow_head, close_after_response.
+            #[arg(long = concat!($prefix, "fault"), value_name = "KIND:PROB", value_parser = parse_fault, help_heading = $faults)]
+            pub faults: Vec<FaultSpec>,
+            /// How long stall_head/stall_mid send nothing (bare: ms)
+            #[arg(long = concat!($prefix, "fault-stall-ms"), value_name = "D", value_parser = parse_whole_ms, default_value = "5s", hide_short_help = $rare, help_heading = $faults)]
+            pub fault_stall_ms: u64,
+            /// How long slow_head trickles the head out (bare: ms)
+            #[arg(long = concat!($prefix, "fault-slow-head-ms"), value_name = "D", value_parser = parse_whole_ms, default_value = "200ms", hide_short_help = $rare, help_heading = $faults)]
+            pub fault_slow_head_ms: u64,
+            /// Extra TTFT per other request in flight (bare: ms)
+            #[arg(long = concat!($prefix, "ttft-per-inflight-ms"), value_name = "D", value_parser = parse_ms, default_value = "0ms", hide_short_help = $rare, help_heading = $engine)]
+            pub ttft_per_inflight_ms: f64,
+            /// Extra ITL per other request in flight (bare: ms)
+            #[arg(long = concat!($prefix, "itl-per-inflight-ms"), value_name = "D", value_parser = parse_ms, default_value = "0ms", hide_short_help = $rare, help_heading = $engine)]
+            pub itl_per_inflight_ms: f64,
+            /// Running sequences per replica, 0: no limit
+            ///
+            /// One engine replica per simulator CPU; more requests wait in a FIFO queue.
+            #[arg(long = concat!($prefix, "max-num-seqs"), value_name = "N", default_value_t = 0, hide_short_help = $rare, help_heading = $engine)]
+            pub max_num_seqs: u32,
+            /// Waiting queue per replica, then 429; 0: no limit
+            ///
+            /// Needs max-num-seqs or kv-cache-blocks.
+            #[arg(long = concat!($prefix, "max-waiting"), value_name = "N", default_value_t = 0, hide_short_help = $rare, help_heading = $engine)]
+            pub max_waiting: u32,
+            /// Prefill time per uncached prompt token (bare: ms)
+            #[arg(long = concat!($prefix, "prefill-ms-per-token"), value_name = "D", value_parser = parse_ms, default_value = "0ms", hide_short_help = $rare, help_heading = $engine)]
+            pub prefill_ms_per_token: f64,
+            /// Fixed prefill time per request (bare: ms)
+            #[arg(long = concat!($prefix, "prefill-overhead-ms"), value_name = "D", value_parser = parse_ms, default_value = "0ms", hide_short_help = $rare, help_heading = $engine)]
+            pub prefill_overhead_ms: f64,
+            /// KV-cache blocks per replica (prefix cache); 0: none
+            #[arg(long = concat!($prefix, "kv-cache-blocks"), value_name = "N", default_value_t = 0, hide_short_help = $rare, help_heading = $engine)]
+            pub kv_cache_blocks: u32,
+            /// Tokens per KV-cache block
+            ///
+            /// The simulator's token is a word of the prompt.
+            #[arg(long = concat!($prefix, "block-size"), value_name = "B", default_value_t = 16, hide_short_help = $rare, help_heading = $engine)]
+            pub block_size: u32,
         }
 
         impl $name {
@@ -120,12 +127,20 @@ macro_rules! sim_flags {
 sim_flags!(
     /// `ringbench sim`'s answering flags.
     SimFlags,
-    ""
+    "",
+    "Answers",
+    "Faults",
+    "Engine model",
+    false
 );
 sim_flags!(
     /// `ringbench run`'s flags for its built-in simulator (no `--url`).
     RunSimFlags,
-    "sim-"
+    "sim-",
+    super::run_args::heading::SIM,
+    super::run_args::heading::SIM,
+    super::run_args::heading::SIM,
+    true
 );
 
 impl RunSimFlags {
@@ -138,32 +153,46 @@ impl RunSimFlags {
 
 /// `ringbench sim`.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Listener")]
 pub struct SimArgs {
+    /// Address to listen on
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// 0 picks a free port.
+    /// Port; 0 picks a free one, named on stdout's first line
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// CPUs, one listener thread each (default: the first CPU this process may use).
-    #[arg(long)]
+    /// CPUs, one listener and engine replica each [default: the first]
+    #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Served by /v1/models and echoed when a request names none.
-    #[arg(long, default_value = "ringbench-sim")]
+    /// Model name of /v1/models and of the answers
+    ///
+    /// Also the model answered when a request names none.
+    #[arg(long, value_name = "NAME", default_value = "ringbench-sim")]
     pub model: String,
-    #[arg(long, value_enum, default_value = "auto")]
+    /// The listeners' I/O driver: auto, uring or epoll
+    #[arg(
+        long,
+        value_enum,
+        value_name = "DRIVER",
+        hide_possible_values = true,
+        default_value = "auto"
+    )]
     pub io_driver: IoDriver,
-    /// Seed of the fault draws (same seed, same faults on a one-thread simulator).
-    #[arg(long, default_value_t = 0)]
+    /// Seed of the fault draws
+    ///
+    /// Same seed, same faults on a one-CPU simulator.
+    #[arg(long, value_name = "N", default_value_t = 0)]
     pub fault_seed: u64,
-    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// The private key (PEM) for --tls-cert.
+    /// The private key (PEM) for --tls-cert
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Every D (like 100ms; at least 1ms), print the counters so far as one JSON line on
-    /// stdout, after the `listening on` line: {"mono_ns": N, "stats": {...}}. For outside
-    /// tools that want the server's own count of what it received (tools/compare-peers).
+    /// Every D (1ms or more), the counters as a JSON line on stdout
+    ///
+    /// After the `listening on` line: {"mono_ns": N, "stats": {...}}. For outside tools that
+    /// want the server's own count of what it received (tools/compare-peers).
     #[arg(long, value_name = "D", value_parser = parse_stats_interval_ns)]
     pub stats_interval: Option<u64>,
     #[command(flatten)]

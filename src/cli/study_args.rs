@@ -15,12 +15,21 @@ use std::path::PathBuf;
 
 /// `sweep`'s own flags (besides the lists).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Sweep")]
 pub struct SweepOwn {
-    /// Log- or linear-spaced loads, like log:1:1000:8 (1, 3, 7, 19, 52, 139, 373, 1000).
-    #[arg(long)]
+    /// Log- or linear-spaced loads, like log:1:1000:8 (8 loads from 1 to 1000)
+    ///
+    /// log:1:1000:8 is 1, 3, 7, 19, 52, 139, 373, 1000.
+    #[arg(long, value_name = "SPEC")]
     pub grid: Option<String>,
-    /// What --grid's numbers are.
-    #[arg(long, value_enum, default_value = "concurrency")]
+    /// What --grid's numbers are: concurrency or rate
+    #[arg(
+        long,
+        value_enum,
+        value_name = "AXIS",
+        hide_possible_values = true,
+        default_value = "concurrency"
+    )]
     pub grid_axis: Axis,
     #[command(flatten)]
     pub common: CommonOwn,
@@ -28,16 +37,19 @@ pub struct SweepOwn {
 
 /// Flags `sweep` and `search` share.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "SLOs and repeats")]
 pub struct CommonOwn {
-    /// Percentile SLO METRIC:STAT<BOUND, like ttft:p95<500ms (repeatable; any latency metric
-    /// and percentile, or mean/max).
-    #[arg(long = "slo", value_name = "METRIC:STAT<BOUND")]
+    /// An SLO like ttft:p95<500ms, repeatable (bound bare: ms)
+    ///
+    /// METRIC:STAT<BOUND: any latency metric, a percentile pN, mean or max, and a bound in us,
+    /// ms or s.
+    #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
-    /// Runs per point; the median is used and the spread reported.
-    #[arg(long, default_value_t = 1)]
+    /// Runs per point: their median is used, their spread reported
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeats: u32,
-    /// Idle gap between points, like 2s.
-    #[arg(long, value_parser = parse_duration_ns, default_value = "1s")]
+    /// Idle gap between points (bare: s)
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "1s")]
     pub cooldown: u64,
 }
 
@@ -83,11 +95,14 @@ impl Args for SweepArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         let list = |a: clap::Arg| a.action(ArgAction::Append).value_delimiter(',');
         let cmd = RunArgs::augment_args(cmd)
+            .mut_arg("self_check", |a| a.hide(true))
             .mut_arg("concurrency", |a| {
-                list(a).help("Closed loop: a list of user counts, like 1,2,4,8")
+                let help = "Closed loop: a list of user counts, like 1,2,4,8";
+                list(a).help(help).long_help(help)
             })
             .mut_arg("request_rate", |a| {
-                list(a).help("Open loop: a list of request rates, like 5,10,20")
+                let help = "Open loop: a list of request rates, like 5,10,20";
+                list(a).help(help).long_help(help)
             });
         SweepOwn::augment_args(cmd)
     }
@@ -104,15 +119,26 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Step-up factor between probes until one fails.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, value_name = "X", default_value_t = 2.0, help_heading = "Search")]
     pub factor: f64,
-    /// Highest load ever probed.
-    #[arg(long, default_value_t = 4096.0)]
+    /// Highest load ever probed (users or req/s).
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 4096.0,
+        help_heading = "Search"
+    )]
     pub max_load: f64,
     /// Stop when the bracket is narrower than this fraction of its low end.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.05,
+        help_heading = "Search"
+    )]
     pub tolerance: f64,
-    #[arg(long, default_value_t = 20)]
+    /// Most probes made.
+    #[arg(long, value_name = "N", default_value_t = 20, help_heading = "Search")]
     pub max_iterations: u32,
     #[command(flatten)]
     pub common: CommonOwn,
@@ -139,6 +165,9 @@ fn slos_of(c: &CommonOwn) -> Result<Vec<SloBound>, UsageError> {
 /// The run plan every point starts from, with a sweep's defaults: a few hundred requests per
 /// point when no stop was given.
 fn base_plan(run: &RunArgs) -> Result<Plan, UsageError> {
+    if run.self_check {
+        return usage("--self-check is `ringbench run`'s: a sweep or search has its own loads");
+    }
     let mut plan = run.to_plan()?;
     if run.trace.is_some() {
         return usage("--trace: a trace sets its own load; replay it with `ringbench run`");

@@ -2,7 +2,7 @@
 //! goes away (`ringbench sweep … | head -1`) is not an error, as in ripgrep: the first EPIPE
 //! marks it gone and later output is dropped, while the command finishes its work (the files
 //! under `--out`) and exits with its usual code. stderr is written the same way. SIGINT and
-//! SIGTERM ask a run to stop; the live progress line is drawn here, as the run's observer.
+//! SIGTERM ask a run to stop; the run's progress is shown here, as the run's observer.
 
 use ringbench::output::console;
 use ringbench::plan::Plan;
@@ -60,36 +60,114 @@ pub fn written(plan: &Plan) -> io::Result<()> {
     Ok(())
 }
 
+/// `note: …` on stderr.
+pub fn note(n: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr(), "note: {n}");
+}
+
+/// `--config DIR/summary.json`: what the rerun cannot take from the file (the secrets), and
+/// how its plan differs from the recorded one (flags on the line, or this version's defaults).
+pub fn rerun_notes(path: &std::path::Path, recorded: &serde_json::Value, plan: &Plan) {
+    let missing = super::config::secrets_missing(recorded, plan);
+    if !missing.is_empty() {
+        warn(Some(format!(
+            "{} was run with secrets that are never written: give {} again",
+            path.display(),
+            missing.join(", ")
+        )));
+    }
+    if plan.out_dir.is_none() {
+        note(format!(
+            "the rerun writes no files: give --out DIR (it never reuses {}'s folder)",
+            path.display()
+        ));
+    }
+    let now = serde_json::to_value(plan).unwrap_or_default();
+    let differs = super::config::differences(recorded, &now);
+    if differs.is_empty() {
+        note(format!("rerunning {} with the same plan", path.display()));
+    } else {
+        note(format!(
+            "rerunning {}; the plan differs in config.{} (flags on the line, or this \
+             version's defaults)",
+            path.display(),
+            differs.join(", config.")
+        ));
+    }
+}
+
 /// `error: …` on stderr; a closed stderr is ignored.
 pub fn error(e: impl std::fmt::Display) {
     let _ = writeln!(io::stderr(), "error: {e}");
 }
 
-/// The run's observer: the workload's description before the run (stdout), the live progress
-/// line while it goes (stderr, only on a terminal).
+/// The run's observer: the workload's description before the run (stdout), and its progress
+/// (stderr) from the library's snapshots (about one a second): a bar on a terminal, drawn by
+/// indicatif (the bar, its width and its redraw over other output are its job, and it starts
+/// no thread of its own without a steady tick); elsewhere (CI logs, a pipe) a plain
+/// `progress: …` line every `--progress-interval`. `--quiet` (vLLM's `--disable-tqdm`) turns
+/// both off. What the progress says never reaches stdout or the run's files.
 pub struct Watch {
-    live: bool,
+    show: Show,
+    goal: console::ProgressGoal,
+    /// Lines only: seconds between lines, and when the next is due.
+    every_s: f64,
+    next_s: f64,
+}
+
+enum Show {
+    Off,
+    Lines,
+    /// The bar, made once the run is prepared (so the workload lines come first).
+    Bar(Option<indicatif::ProgressBar>),
 }
 
 impl Watch {
-    pub fn new(progress: bool) -> Self {
+    /// `progress`: the plan's (not `--quiet`); `every_ns`: `--progress-interval` (0: no lines).
+    pub fn new(progress: bool, every_ns: u64) -> Self {
+        let show = match (progress, io::stderr().is_terminal()) {
+            (false, _) => Show::Off,
+            (true, true) => Show::Bar(None),
+            (true, false) if every_ns > 0 => Show::Lines,
+            (true, false) => Show::Off,
+        };
+        let every_s = every_ns as f64 / 1e9;
         Watch {
-            live: progress && io::stderr().is_terminal(),
+            show,
+            goal: console::ProgressGoal::default(),
+            every_s,
+            next_s: every_s,
         }
     }
 
-    /// Ends the progress line.
+    /// Leaves the bar where it is, above the report.
     pub fn finish(&mut self) {
-        if self.live {
-            let _ = writeln!(io::stderr());
+        if let Show::Bar(Some(bar)) = &self.show {
+            bar.abandon();
         }
     }
+}
+
+/// The bar: 24 cells and the progress line beside it; the line alone when the plan sets no
+/// goal to count to.
+fn bar(goal: &console::ProgressGoal) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let counted = goal.duration_s.is_some() || goal.requests.is_some();
+    let template = if counted { "{bar:24} {msg}" } else { "{msg}" };
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("█▉▊▋▌▍▎▏ ");
+    ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr()).with_style(style)
 }
 
 impl Observer for Watch {
     fn on_prepared(&mut self, plan: &Plan, workload: &WorkloadStats) {
         for line in console::workload_lines(plan, workload) {
             let _ = writeln!(Stdout, "{line}");
+        }
+        self.goal = console::ProgressGoal::of(plan);
+        if let Show::Bar(b) = &mut self.show {
+            *b = Some(bar(&self.goal));
         }
     }
 
@@ -98,12 +176,20 @@ impl Observer for Watch {
     }
 
     fn on_progress(&mut self, live: &LiveCounts, elapsed_s: f64) {
-        if self.live {
-            let _ = write!(
-                io::stderr(),
-                "\r{}",
-                console::progress_line(live, elapsed_s)
-            );
+        let line = || console::progress_line(live, elapsed_s, &self.goal);
+        match &self.show {
+            Show::Off | Show::Bar(None) => {}
+            Show::Bar(Some(bar)) => {
+                let done = self.goal.fraction(live, elapsed_s).unwrap_or(0.0);
+                bar.set_position((done * 1000.0).round() as u64);
+                bar.set_message(line());
+            }
+            Show::Lines if elapsed_s + 1e-9 >= self.next_s => {
+                let _ = writeln!(io::stderr(), "progress: {}", line());
+                // The next line on the interval's grid, however late this one came.
+                self.next_s = ((elapsed_s / self.every_s).floor() + 1.0) * self.every_s;
+            }
+            Show::Lines => {}
         }
     }
 }

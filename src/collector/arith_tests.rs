@@ -417,6 +417,31 @@ fn overhead_is_valid_when_the_client_kept_up() {
 }
 
 #[test]
+fn loop_lag_is_judged_on_a_p99_of_enough_probes_only() {
+    // A short run: 3 probes, the first wake-up 7 ms late. Its "p99" is that one wake-up.
+    let mut w = WorkerStats::new(0, 1);
+    for lag_ns in [7 * MS, 40_000, 50_000] {
+        w.loop_lag.record(lag_ns).unwrap();
+    }
+    let s = run_two_on(vec![w.clone()]);
+    assert_close(s.overhead.loop_lag_ms.p99, 7.0);
+    assert!(s.overhead.loop_lag_ms.is_small("p99"));
+    assert!(!has_warning(&s, "event-loop lag"), "{:?}", s.warnings);
+    // A second of probes with the same 2% late: a p99 that means something, warned.
+    for _ in 0..97 {
+        w.loop_lag.record(50_000).unwrap();
+    }
+    w.loop_lag.record(7 * MS).unwrap();
+    let s = run_two_on(vec![w]);
+    assert!(!s.overhead.loop_lag_ms.is_small("p99"));
+    assert!(
+        has_warning(&s, "event-loop lag p99 7.0"),
+        "{:?}",
+        s.warnings
+    );
+}
+
+#[test]
 fn idle_polling_is_cpu_but_not_saturation() {
     // A polling worker: 99% of its core, 60 points of it in spin passes that served nothing.
     let mut w = WorkerStats::new(0, 1);

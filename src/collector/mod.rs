@@ -86,6 +86,8 @@ pub struct LiveCounts {
     pub last_done_ns: u64,
     /// Only the workers know what is in flight; the caller fills this in if it tracks it.
     pub in_flight: Option<u64>,
+    /// TTFT p50 over the measured successful requests so far, ns (`None` before the first).
+    pub ttft_p50_ns: Option<u64>,
 }
 
 impl LiveCounts {
@@ -285,9 +287,14 @@ impl Collector {
         }
     }
 
-    /// The counts so far, for the progress line.
+    /// The counts so far, for the progress line, with the TTFT median so far (a walk over
+    /// one histogram's buckets: the caller asks about once a second).
     pub fn live(&self) -> LiveCounts {
-        self.live
+        let ttft = &self.m.dists.metrics[Metric::Ttft.index()];
+        LiveCounts {
+            ttft_p50_ns: ttft.percentile_ns(50.0),
+            ..self.live
+        }
     }
 
     /// Pushes the buffered part of `requests.jsonl` to the kernel (called about once a

@@ -607,10 +607,65 @@ pub fn sim_stats_lines(
     Ok(())
 }
 
-/// `sent 1234 | in flight 12 | ok 1200 | failed 0 | 998.7 req/s`; the rate is successful
-/// requests per second so far, the live counterpart of the summary's request throughput.
-pub fn progress_line(live: &LiveCounts, elapsed_s: f64) -> String {
-    let mut line = format!("sent {}", live.sent);
+/// What a run counts to, for the progress display: its `--duration` (after the warm-up
+/// duration) and its `--request-count` (with the warm-up requests), as the plan says.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProgressGoal {
+    /// Seconds from the schedule's start to the end of sending.
+    pub duration_s: Option<f64>,
+    /// Requests to collect, warm-up included.
+    pub requests: Option<u64>,
+}
+
+impl ProgressGoal {
+    /// The plan's stop as a goal (a trace's is its line count).
+    pub fn of(plan: &Plan) -> Self {
+        ProgressGoal {
+            duration_s: plan
+                .stop
+                .duration_ns
+                .map(|d| d.saturating_add(plan.warmup_duration_ns) as f64 / 1e9),
+            requests: plan
+                .stop
+                .request_count
+                .map(|n| n.saturating_add(plan.warmup_requests)),
+        }
+    }
+
+    /// How much of the run is done, 0 to 1: the nearer end when both are set; `None` when the
+    /// plan sets neither.
+    pub fn fraction(&self, live: &LiveCounts, elapsed_s: f64) -> Option<f64> {
+        let by_time = self.duration_s.filter(|d| *d > 0.0).map(|d| elapsed_s / d);
+        let by_count = self
+            .requests
+            .filter(|n| *n > 0)
+            .map(|n| live.records as f64 / n as f64);
+        let f = match (by_time, by_count) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(f.clamp(0.0, 1.0))
+    }
+
+    /// `12.0/30 s`, `1.0/3.5 s` or `12.0 s, 560/1000 requests`.
+    fn done(&self, live: &LiveCounts, elapsed_s: f64) -> String {
+        match (self.duration_s, self.requests) {
+            (Some(d), _) if d.fract() == 0.0 => format!("{elapsed_s:.1}/{d:.0} s"),
+            (Some(d), _) => format!("{elapsed_s:.1}/{d:.1} s"),
+            (None, Some(n)) => format!("{elapsed_s:.1} s, {}/{n} requests", live.records),
+            (None, None) => format!("{elapsed_s:.1} s"),
+        }
+    }
+}
+
+/// `12.0/30 s | sent 1246 | in flight 12 | ok 1200 | failed 0 | 998.7 req/s | TTFT p50
+/// 21.30 ms`: elapsed against the goal; `sent` every request handed to the kernel (those
+/// still in flight included); the rate is successful requests per second so far, the live
+/// counterpart of the summary's request throughput; the TTFT median is over the measured
+/// requests so far.
+pub fn progress_line(live: &LiveCounts, elapsed_s: f64, goal: &ProgressGoal) -> String {
+    let mut line = goal.done(live, elapsed_s);
+    line += &format!(" | sent {}", live.sent + live.in_flight.unwrap_or(0));
     if let Some(n) = live.in_flight {
         line += &format!(" | in flight {n}");
     }
@@ -623,7 +678,30 @@ pub fn progress_line(live: &LiveCounts, elapsed_s: f64) -> String {
     } else {
         0.0
     };
-    line + &format!(" | {rate:.1} req/s")
+    line += &format!(" | {rate:.1} req/s");
+    if let Some(ns) = live.ttft_p50_ns {
+        line += &format!(" | TTFT p50 {:.2} ms", ns as f64 / 1e6);
+    }
+    line
+}
+
+/// The line before a demo run (`ringbench run` with no `--url` nor load flags): what runs.
+pub fn demo_intro(plan: &Plan) -> String {
+    let sim = plan.sim.clone().unwrap_or_default();
+    let rate = plan.target_rate().unwrap_or_default();
+    let secs = plan.stop.duration_ns.unwrap_or_default() as f64 / 1e9;
+    format!(
+        "No --url: a {secs:.0} s demo against the built-in simulator at a small model's pace \
+         (TTFT {} ms, ITL {} ms, {} tokens) at {rate} req/s. --self-check runs the zero-delay \
+         self-check instead.",
+        sim.ttft_ms, sim.itl_ms, plan.output_tokens
+    )
+}
+
+/// The line after a demo run's report: how to point ringbench at a server.
+pub fn demo_outro() -> &'static str {
+    "That was ringbench's built-in simulator. Point it at your server: ringbench run --url \
+     http://HOST:PORT --request-rate 10 --duration 60s (see ringbench run -h)."
 }
 
 #[cfg(test)]
@@ -640,26 +718,55 @@ mod tests {
     #[test]
     fn progress_line_shows_what_is_known() {
         let live = LiveCounts {
+            records: 1200,
             sent: 1234,
             ok: 1200,
             in_flight: Some(12),
+            ttft_p50_ns: Some(21_304_000),
             ..Default::default()
         };
+        let goal = ProgressGoal {
+            duration_s: Some(30.0),
+            requests: None,
+        };
         assert_eq!(
-            progress_line(&live, 1.2),
-            "sent 1234 | in flight 12 | ok 1200 | failed 0 | 1000.0 req/s"
+            progress_line(&live, 1.2, &goal),
+            "1.2/30 s | sent 1246 | in flight 12 | ok 1200 | failed 0 | 1000.0 req/s | TTFT \
+             p50 21.30 ms"
         );
-        let live = LiveCounts { warmup: 3, ..live };
-        let line = progress_line(
-            &LiveCounts {
-                in_flight: None,
-                ..live
-            },
-            0.0,
-        );
+        let live = LiveCounts {
+            warmup: 3,
+            in_flight: None,
+            ttft_p50_ns: None,
+            ..live
+        };
+        let goal = ProgressGoal {
+            duration_s: None,
+            requests: Some(2000),
+        };
         assert_eq!(
-            line,
-            "sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
+            progress_line(&live, 0.0, &goal),
+            "0.0 s, 1200/2000 requests | sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
         );
+    }
+
+    #[test]
+    fn the_goal_is_the_nearer_end() {
+        let mut plan = Plan::defaults();
+        plan.stop.request_count = Some(100);
+        plan.stop.duration_ns = Some(10_000_000_000);
+        plan.warmup_requests = 10;
+        plan.warmup_duration_ns = 2_000_000_000;
+        let goal = ProgressGoal::of(&plan);
+        assert_eq!(goal.duration_s, Some(12.0));
+        assert_eq!(goal.requests, Some(110));
+        let live = LiveCounts {
+            records: 55,
+            ..Default::default()
+        };
+        assert_eq!(goal.fraction(&live, 3.0), Some(0.5));
+        assert_eq!(goal.fraction(&live, 9.0), Some(0.75));
+        assert_eq!(goal.fraction(&live, 99.0), Some(1.0));
+        assert_eq!(ProgressGoal::default().fraction(&live, 1.0), None);
     }
 }

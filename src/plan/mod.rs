@@ -361,6 +361,12 @@ pub struct Plan {
     /// export of `out_dir`.
     #[serde(default)]
     pub vllm_result: Option<VllmResult>,
+    /// The `ringbench run` flags this plan was made from, as `--long=value` (a config file's
+    /// and the line's; the API key and secret-looking headers left out): `ringbench run
+    /// --config DIR/summary.json` reads them back to rerun the run. Empty for a plan built in
+    /// code; nothing in a run reads it.
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// `--save-result`: where vLLM's result JSON goes and what of vLLM's own arguments it
@@ -580,6 +586,7 @@ impl Plan {
             request_id: true,
             run_id: None,
             vllm_result: None,
+            args: vec![],
         }
     }
 
