@@ -6,7 +6,7 @@
 
 use super::parse::parse_duration_ns;
 use super::UsageError;
-use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, SimSettings};
+use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, KernelStamps, SimSettings};
 use ringbench::plan::IoDriver;
 use std::path::PathBuf;
 
@@ -82,6 +82,15 @@ macro_rules! sim_flags {
             /// makes (vLLM's --enable-request-id-headers).
             #[arg(long = concat!($prefix, "enable-request-id-headers"))]
             pub request_id_headers: bool,
+            /// Simulator: which of its stamps come from the kernel: rx (a request arrives at
+            /// the receive stamp of its last segment), rx-tx (and a write leaves at its
+            /// transmit stamp), off (its own clock only).
+            #[arg(long = concat!($prefix, "kernel-stamps"), value_enum, value_name = "WHICH", default_value = "rx")]
+            pub kernel_stamps: KernelStamps,
+            /// Simulator: arrivals each simulator CPU keeps for the arrival statistics of
+            /// /sim/truth (rounded up to a power of two; 16 bytes each).
+            #[arg(long = concat!($prefix, "arrivals-kept"), value_name = "N", default_value_t = 1 << 20)]
+            pub arrivals_kept: u32,
         }
 
         impl $name {
@@ -111,6 +120,8 @@ macro_rules! sim_flags {
                     flavor: self.flavor,
                     reasoning_tokens: self.reasoning_tokens,
                     request_id_headers: self.request_id_headers,
+                    kernel_stamps: self.kernel_stamps,
+                    arrivals_kept: self.arrivals_kept,
                 }
             }
         }
