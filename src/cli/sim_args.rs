@@ -6,7 +6,7 @@
 
 use super::parse::{parse_duration_ns, parse_ms, parse_whole_ms};
 use super::UsageError;
-use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, SimSettings};
+use ringbench::plan::sim::{FaultConfig, FaultSpec, Flavor, KernelStamps, SimSettings};
 use ringbench::plan::IoDriver;
 use std::path::PathBuf;
 
@@ -89,6 +89,17 @@ macro_rules! sim_flags {
             /// The simulator's token is a word of the prompt.
             #[arg(long = concat!($prefix, "block-size"), value_name = "B", default_value_t = 16, hide_short_help = $rare, help_heading = $engine)]
             pub block_size: u32,
+            /// Which of its stamps come from the kernel: rx, rx-tx or off
+            ///
+            /// rx: a request arrives at the kernel's receive stamp of its last segment; rx-tx:
+            /// and a write leaves at its transmit stamp; off: the simulator's own clock only.
+            #[arg(long = concat!($prefix, "kernel-stamps"), value_enum, value_name = "WHICH", hide_possible_values = true, default_value = "rx", hide_short_help = $rare, help_heading = $pace)]
+            pub kernel_stamps: KernelStamps,
+            /// Arrivals kept per simulator CPU for /sim/truth's statistics
+            ///
+            /// Rounded up to a power of two; 16 bytes each.
+            #[arg(long = concat!($prefix, "arrivals-kept"), value_name = "N", default_value_t = 1 << 20, hide_short_help = $rare, help_heading = $pace)]
+            pub arrivals_kept: u32,
         }
 
         impl $name {
@@ -118,6 +129,8 @@ macro_rules! sim_flags {
                     flavor: self.flavor,
                     reasoning_tokens: self.reasoning_tokens,
                     request_id_headers: self.request_id_headers,
+                    kernel_stamps: self.kernel_stamps,
+                    arrivals_kept: self.arrivals_kept,
                 }
             }
         }

@@ -206,6 +206,46 @@ pub struct SimSettings {
     /// Every response carries `x-request-id`: the request's own, or one the simulator makes
     /// when it sent none (vLLM's `--enable-request-id-headers`).
     pub request_id_headers: bool,
+    /// Which of its own stamps the simulator takes from the kernel (`--kernel-stamps`): the
+    /// receive stamp of each request's last segment, and the transmit stamp of each write.
+    pub kernel_stamps: KernelStamps,
+    /// Arrivals each listener thread keeps for the arrival statistics (`--arrivals-kept`),
+    /// rounded up to a power of two: 16 bytes each, in memory touched only as it fills. A
+    /// window with more arrivals is summarized over the newest, and the rest counted.
+    pub arrivals_kept: u32,
+}
+
+/// Most arrivals a listener thread may keep (256 MiB of stamps).
+pub const MAX_ARRIVALS_KEPT: u32 = 1 << 24;
+
+/// Which socket stamps the simulator asks the kernel for (`--kernel-stamps`); what they start
+/// and end is in `crate::sim`'s truth. Plain `http://` only: TLS connections are never
+/// stamped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum KernelStamps {
+    /// Its own clock only: a request arrives when its read returns, a write leaves when it
+    /// returns.
+    Off,
+    /// Requests arrive at the kernel's receive stamp of their last segment; writes leave
+    /// when they return.
+    #[default]
+    Rx,
+    /// And writes leave at the kernel's transmit stamp of their last byte.
+    RxTx,
+}
+
+impl KernelStamps {
+    /// Receive stamps are asked for.
+    pub fn rx(self) -> bool {
+        self != KernelStamps::Off
+    }
+
+    /// Transmit stamps are asked for.
+    pub fn tx(self) -> bool {
+        self == KernelStamps::RxTx
+    }
 }
 
 /// The engine whose wire format the simulator copies (`--flavor`).
@@ -252,6 +292,8 @@ impl Default for SimSettings {
             flavor: Flavor::Vllm,
             reasoning_tokens: 0,
             request_id_headers: false,
+            kernel_stamps: KernelStamps::default(),
+            arrivals_kept: 1 << 20,
         }
     }
 }
@@ -286,6 +328,7 @@ impl SimSettings {
             ("max-waiting", self.max_waiting, 0, MAX_SEQS),
             ("kv-cache-blocks", self.kv_cache_blocks, 0, MAX_KV_BLOCKS),
             ("block-size", self.block_size, 1, MAX_BLOCK_SIZE),
+            ("arrivals-kept", self.arrivals_kept, 2, MAX_ARRIVALS_KEPT),
         ];
         for (name, n, low, high) in counts {
             if !(low..=high).contains(&n) {

@@ -6,3 +6,4 @@ pub mod fd;
 pub mod file;
 pub mod netcount;
 pub mod timer;
+pub mod tstamp;

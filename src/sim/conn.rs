@@ -13,7 +13,6 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use monoio::buf::IoBufMut;
 use monoio::net::TcpStream;
 
 use super::engine::{Engine, Seat};
@@ -115,7 +114,9 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Rc<Shared>) {
     if faulty::refused(&tcp, &shared) {
         return;
     }
-    let Ok(stream) = SimStream::accept(tcp, shared.settings.tls.as_ref()).await else {
+    let settings = &shared.settings;
+    let accepted = SimStream::accept(tcp, settings.tls.as_ref(), settings.kernel_stamps).await;
+    let Ok(stream) = accepted else {
         bump(&shared.stats.io_errors, 1);
         return;
     };
@@ -173,8 +174,15 @@ struct Conn {
     /// A `100 Continue` went out for the request now being received.
     continued: bool,
     /// When the last read returned: every request served before the next read was
-    /// completed by it. The start of the truth figures (`truth.rs`).
+    /// completed by it. The start of the `*_user` truth figures (`truth.rs`).
     read_ns: u64,
+    /// The kernel's receive stamp of that read's last segment, on the same clock; `None`
+    /// when it carried none. The start of the truth figures.
+    read_kernel_ns: Option<u64>,
+    /// When the last write returned, and when its last byte left by the kernel's transmit
+    /// stamp (`None`: no stamp, or transmit stamps off).
+    wrote_ns: u64,
+    left_ns: Option<u64>,
     /// This connection's place in the engine, reused request after request.
     seat: Rc<RefCell<Seat>>,
     /// Close once the current response is out (`--flavor llama-cpp` after a stream).
@@ -201,17 +209,24 @@ impl Conn {
             echo: Vec::new(),
             continued: false,
             read_ns: 0,
+            read_kernel_ns: None,
+            wrote_ns: 0,
+            left_ns: None,
         }
     }
 
     async fn run(&mut self) -> Result<(), ConnEnd> {
         loop {
-            if self.fill().await? == 0 {
+            let (n, kernel_rt_ns) = self.fill().await?;
+            if n == 0 {
                 return Ok(());
             }
-            // One stamp per read: every request completed by it arrived then.
-            let mut arrival_ns = mono_ns();
-            self.read_ns = arrival_ns;
+            // One stamp per read: every request completed by it arrived then — when the
+            // kernel received its last segment, or, without that stamp, when the read
+            // returned. The deadlines count from there.
+            self.read_ns = mono_ns();
+            self.read_kernel_ns = kernel_rt_ns.and_then(|k| on_mono(k, self.read_ns));
+            let mut arrival_ns = self.read_kernel_ns.unwrap_or(self.read_ns);
             loop {
                 match self.serve_next(arrival_ns).await? {
                     Next::Served { close: true } => return Ok(()),
@@ -222,19 +237,18 @@ impl Conn {
         }
     }
 
-    /// Reads more request bytes after those buffered; 0 means the peer closed.
-    async fn fill(&mut self) -> Result<usize, ConnEnd> {
+    /// Reads more request bytes after those buffered; 0 means the peer closed. With them,
+    /// the kernel's receive stamp of the read (`CLOCK_REALTIME`), if it carried one.
+    async fn fill(&mut self) -> Result<(usize, Option<u64>), ConnEnd> {
         if self.shared.stopping.get() {
             return Err(ConnEnd::Stopped);
         }
         if self.rbuf.len() == self.rbuf.capacity() {
             self.rbuf.reserve(READ_BUF_BYTES);
         }
-        let len = self.rbuf.len();
-        let buf = std::mem::take(&mut self.rbuf).slice_mut(len..);
-        let (res, buf) = self.stream.read(buf).await;
-        self.rbuf = buf.into_inner();
-        Ok(res?)
+        let (res, buf, stamp) = self.stream.read_more(std::mem::take(&mut self.rbuf)).await;
+        self.rbuf = buf;
+        Ok((res?, stamp))
     }
 
     async fn serve_next(&mut self, arrival_ns: u64) -> Result<Next, ConnEnd> {
@@ -334,6 +348,11 @@ impl Conn {
     }
 
     async fn completion(&mut self, api: Api, head: Head, arrival: u64) -> Result<(), ConnEnd> {
+        let stats = &self.shared.stats;
+        stats.arrivals.record(self.read_kernel_ns, self.read_ns);
+        if self.read_kernel_ns.is_none() && self.shared.settings.kernel_stamps.rx() {
+            bump(&stats.unstamped_reads, 1);
+        }
         let body = &self.rbuf[head.head_len..head.head_len + head.body_len];
         let plan = match request::parse_body(body) {
             Ok(job) => plan_of(api, &job, &mut self.model, &self.shared.settings),
@@ -395,18 +414,15 @@ impl Conn {
                 self.push_tail(&reply, now);
             }
             self.write_out().await?;
-            // The first write carries content (its deadline has passed); one clock read
+            // The first write carries content (its deadline has passed); one pair of stamps
             // serves both figures when it is also the last.
-            let wrote_ns = mono_ns();
+            let wrote_ns = self.wrote_ns;
             run.wrote((next * per).min(plan.max_tokens), wrote_ns);
             if !first_written || next == events {
-                let since_read_ns = wrote_ns.saturating_sub(self.read_ns);
-                if !first_written {
-                    first_written = true;
-                    self.shared.stats.ttft.record(since_read_ns);
-                }
-                if next == events {
-                    self.shared.stats.e2e.record(since_read_ns);
+                let last = next == events;
+                self.truth(!first_written, last);
+                first_written = true;
+                if last {
                     run.finished(wrote_ns);
                 }
             }
@@ -464,11 +480,49 @@ impl Conn {
         self.write_out().await
     }
 
+    /// Records the truth of a stream's first content write and/or its last write, which
+    /// just returned: from the request's arrival to its bytes' departure, by the kernel's
+    /// stamps where there are some, and by the thread's own clock; and with the first, the
+    /// thread's wake-up for the request.
+    fn truth(&mut self, first: bool, last: bool) {
+        let stats = &self.shared.stats;
+        let arrived = self.read_kernel_ns.unwrap_or(self.read_ns);
+        let left = self.left_ns.unwrap_or(self.wrote_ns);
+        let (kernel, user) = (
+            left.saturating_sub(arrived),
+            self.wrote_ns.saturating_sub(self.read_ns),
+        );
+        if first {
+            stats.ttft.record(kernel);
+            stats.ttft_user.record(user);
+            if let Some(k) = self.read_kernel_ns {
+                stats.wake.record(self.read_ns - k);
+            }
+        }
+        if last {
+            stats.e2e.record(kernel);
+            stats.e2e_user.record(user);
+        }
+        if self.left_ns.is_none() && self.shared.settings.kernel_stamps.tx() {
+            bump(&stats.unstamped_writes, 1);
+        }
+    }
+
+    /// Writes `wbuf` whole; stamps when the write returned (`wrote_ns`) and, with transmit
+    /// stamps on, when its last byte left (`left_ns`).
     async fn write_out(&mut self) -> Result<(), ConnEnd> {
         // Counted when issued, so a peer that has the bytes also sees them counted.
         bump(&self.shared.stats.writes, 1);
         bump(&self.shared.stats.bytes_written, self.wbuf.len() as u64);
         let (res, buf) = self.stream.write_all(std::mem::take(&mut self.wbuf)).await;
+        self.wrote_ns = mono_ns();
+        self.left_ns = match res {
+            Ok(_) => self
+                .stream
+                .sent_stamp()
+                .and_then(|rt| on_mono(rt, self.wrote_ns)),
+            Err(_) => None,
+        };
         self.wbuf = buf;
         self.wbuf.clear();
         res?;
@@ -546,6 +600,16 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32
         flavor: plan.flavor,
         reasoning_tokens: plan.reasoning_tokens,
     }
+}
+
+/// A kernel stamp (`CLOCK_REALTIME` ns, taken before `now_mono_ns`) on the monotonic clock:
+/// `now_mono_ns` less how long ago it was by the realtime clock read now. Reading the
+/// realtime clock beside each stamp, instead of an offset taken once, keeps a clock step
+/// from skewing every later stamp; a stamp that comes out later than now (a step between
+/// the two reads) is no stamp.
+fn on_mono(stamp_rt_ns: u64, now_mono_ns: u64) -> Option<u64> {
+    let ago = crate::rt::tstamp::realtime_ns().checked_sub(stamp_rt_ns)?;
+    now_mono_ns.checked_sub(ago)
 }
 
 fn unix_s() -> u64 {

@@ -3,7 +3,8 @@
 //! only ever talks to it over loopback. It serves OpenAI-compatible `POST
 //! /v1/chat/completions` and `POST /v1/completions` (streaming and not), `GET /v1/models`
 //! and `GET /health` (plus `GET /sim/truth` and `POST /sim/truth/reset`: its own measured
-//! per-request TTFT, E2E and queue time, see `truth.rs`; and `GET /metrics`: Prometheus text
+//! per-request TTFT, E2E and queue time, see `truth.rs`, and the arrival process it saw, see
+//! `arrivals.rs`; and `GET /metrics`: Prometheus text
 //! in vLLM's names, see `metrics.rs`) over HTTP/1.1 keep-alive, in vLLM's exact wire
 //! format, and stamps every event with `"ringbench_ns"` (absolute `CLOCK_MONOTONIC`, taken
 //! just before the write that carries it) so a client on the same host can measure delivery
@@ -13,9 +14,11 @@
 //! Threads: one per entry of `cpus`, pinned, each its own monoio runtime and its own
 //! `SO_REUSEPORT` listener on the one shared port; threads share nothing but counters.
 //!
-//! Timing: the first content event is due at arrival + `ttft_ms` (arrival = when the read
-//! that completed the request returned; for pipelined requests, when the previous response
-//! finished), event `i` at arrival + ttft + i·`itl_ms` — absolute deadlines, so rounding
+//! Timing: the first content event is due at arrival + `ttft_ms` (arrival = the kernel's
+//! receive stamp of the segment that carried the request's last byte, `--kernel-stamps`, on
+//! plain connections; else when the read that completed the request returned; for pipelined
+//! requests, when the previous response finished), event `i` at arrival + ttft +
+//! i·`itl_ms` — absolute deadlines, so rounding
 //! never accumulates. Whatever is due when the thread wakes goes out in one write (with zero
 //! delays the whole response is one write). monoio's 1 ms timer wheel rounds a deadline up
 //! to the next tick and parks for whole ticks, so a wake lands anywhere in
@@ -42,6 +45,7 @@
 //! a run of bytes above 0x20 — of the prompt (message `content` strings and content parts'
 //! `text`), or one id of a token-id prompt; `prompt_tokens` counts those. The non-streaming body carries `ringbench_ns` as well.
 
+mod arrivals;
 mod conn;
 mod engine;
 pub mod fault;
@@ -62,10 +66,11 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 pub use crate::http::tls::server_config as tls_config;
+pub use arrivals::{ArrivalSummary, GapSummary};
 pub use stats::SimStats;
 pub use truth::TruthSummary;
 
-use crate::plan::sim::{FaultConfig, SimSettings};
+use crate::plan::sim::{FaultConfig, KernelStamps, SimSettings};
 use crate::plan::IoDriver;
 use crate::rt::driver::DriverUsed;
 use crate::rt::timer::Bell;
@@ -111,6 +116,8 @@ pub(crate) struct Settings {
     pub faults: FaultConfig,
     pub load: load_model::LoadModel,
     pub tls: Option<Arc<crate::http::tls::ServerConfig>>,
+    /// The stamps asked of the kernel: none for TLS (rustls reads the socket itself).
+    pub kernel_stamps: KernelStamps,
     /// The settings as given: the engine model's and the flavour's parts are read from here.
     pub sim: SimSettings,
 }
@@ -128,6 +135,10 @@ impl Settings {
             faults: s.faults.clone(),
             load: load_model::LoadModel::new(ns(s.ttft_per_inflight_ms), ns(s.itl_per_inflight_ms)),
             tls: cfg.tls.clone(),
+            kernel_stamps: match cfg.tls {
+                Some(_) => KernelStamps::Off,
+                None => s.kernel_stamps,
+            },
             sim: s.clone(),
         })
     }
@@ -164,8 +175,16 @@ pub fn start(cfg: SimConfig) -> io::Result<SimHandle> {
         false => cfg.settings.cpus.iter().copied().map(Some).collect(),
     };
     // Made before any thread starts, so each can serve `GET /sim/truth` for all of them.
-    let stats: Vec<_> = cpus.iter().map(|_| Arc::default()).collect();
-    let board = Arc::new(TruthBoard::new(stats.clone(), crate::rt::clock::mono_ns()));
+    let kept = cfg.settings.arrivals_kept;
+    let stats: Vec<_> = cpus
+        .iter()
+        .map(|_| Arc::new(ThreadStats::new(kept)))
+        .collect();
+    let board = Arc::new(TruthBoard::new(
+        stats.clone(),
+        settings.kernel_stamps,
+        crate::rt::clock::mono_ns(),
+    ));
     let mut handle = SimHandle {
         addr,
         threads: Vec::with_capacity(cpus.len()),
@@ -243,6 +262,7 @@ impl SimHandle {
     }
 
     fn add_distinct(&self, sum: &mut SimStats) {
+        sum.kernel_stamps = self.board.kernel_stamps;
         sum.distinct_prompts = self.board.distinct.count();
         sum.distinct_overflow = self.board.distinct.overflow();
     }

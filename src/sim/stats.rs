@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use super::arrivals::{ArrivalRing, ArrivalSummary};
 use super::metrics::ReplicaMetrics;
 use super::truth::{TruthHist, TruthPair, TruthSummary};
+use crate::plan::sim::KernelStamps;
 
 /// What every simulator thread did, summed. Counted, never silent.
 #[derive(Serialize, Clone, Debug, Default, PartialEq)]
@@ -41,11 +43,31 @@ pub struct SimStats {
     pub io_driver: String,
     /// Faults injected (`--fault`), requests and refused connections together.
     pub faults: u64,
-    /// Streamed completions, server side: from the read that completed the request to the
-    /// return of the write carrying the first content token (see `truth.rs`).
+    /// Which stamps the kernel gave (`--kernel-stamps`; `off` when serving TLS).
+    pub kernel_stamps: KernelStamps,
+    /// Streamed completions, server side: from the arrival of the request's last byte (the
+    /// kernel's receive stamp) to the departure of the first content token (the kernel's
+    /// transmit stamp with `rx-tx`, else the return of its write); see `truth.rs`.
     pub ttft_us: TruthSummary,
-    /// The same, to the return of the response's last write.
+    /// The same, to the departure of the response's last byte.
     pub e2e_us: TruthSummary,
+    /// TTFT on the simulator's own clock only: from the return of the read that completed
+    /// the request to the return of the write carrying the first content token.
+    pub ttft_user_us: TruthSummary,
+    /// E2E on its own clock only, to the return of the last write.
+    pub e2e_user_us: TruthSummary,
+    /// The simulator's own wake-up per streamed completion: from the kernel's receive stamp
+    /// to the return of the read (stamped reads only).
+    pub wake_us: TruthSummary,
+    /// Completion requests whose read came without a kernel stamp although stamps were
+    /// asked for (their figures start at the read's return).
+    pub unstamped_reads: u64,
+    /// With `rx-tx`: first and last writes of streams whose transmit stamp was not there
+    /// when the write returned (their figures end at the write's return).
+    pub unstamped_writes: u64,
+    /// The arrival process: completion requests' arrivals and the gaps between them, by the
+    /// kernel's stamps and by the threads' own.
+    pub arrivals: ArrivalSummary,
     /// Engine model: time completions spent waiting for a slot or KV blocks, from the read
     /// that completed them to their admission (streamed or not; 0 for those admitted at once).
     pub queue_us: TruthSummary,
@@ -87,6 +109,13 @@ pub(crate) struct ThreadStats {
     /// Per-request truth of streamed completions (`truth.rs`).
     pub ttft: TruthHist,
     pub e2e: TruthHist,
+    pub ttft_user: TruthHist,
+    pub e2e_user: TruthHist,
+    pub wake: TruthHist,
+    pub unstamped_reads: AtomicU64,
+    pub unstamped_writes: AtomicU64,
+    /// Every completion request's arrival (`arrivals.rs`).
+    pub arrivals: ArrivalRing,
     /// Per-request queue time of every admitted completion.
     pub queue: TruthHist,
     pub completions: AtomicU64,
@@ -106,6 +135,15 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
 }
 
 impl ThreadStats {
+    /// A thread's counters, its arrival ring holding `arrivals_kept` (rounded up to a power
+    /// of two).
+    pub(crate) fn new(arrivals_kept: u32) -> Self {
+        Self {
+            arrivals: ArrivalRing::with_capacity((arrivals_kept as usize).next_power_of_two()),
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn add_into(&self, sum: &mut SimStats) {
         sum.threads += 1;
         sum.connections += self.connections.load(Relaxed);
@@ -125,20 +163,28 @@ impl ThreadStats {
         sum.kv_evictions += self.prom.kv_evictions.load(Relaxed);
         sum.queue_full += self.prom.rejected.load(Relaxed);
         sum.too_large += self.too_large.load(Relaxed);
+        sum.unstamped_reads += self.unstamped_reads.load(Relaxed);
+        sum.unstamped_writes += self.unstamped_writes.load(Relaxed);
     }
 }
 
-/// Sums the threads' counters and truth histograms (`cpu_ns` and `io_driver` are the
-/// caller's: they are read differently while running and once stopped).
-pub(crate) fn sum_threads<'a>(threads: impl Iterator<Item = &'a ThreadStats>) -> SimStats {
+/// Sums the threads' counters and truth histograms and merges their arrivals since the
+/// start (`cpu_ns`, `io_driver` and `kernel_stamps` are the caller's: the first two are read
+/// differently while running and once stopped). Off the serving path: the merge sorts every
+/// arrival the rings hold.
+pub(crate) fn sum_threads<'a>(threads: impl Iterator<Item = &'a ThreadStats> + Clone) -> SimStats {
     let mut sum = SimStats::default();
     let mut truth = TruthPair::default();
-    for t in threads {
+    for t in threads.clone() {
         t.add_into(&mut sum);
         truth.add(t);
     }
     sum.ttft_us = truth.ttft.summary();
     sum.e2e_us = truth.e2e.summary();
+    sum.ttft_user_us = truth.ttft_user.summary();
+    sum.e2e_user_us = truth.e2e_user.summary();
+    sum.wake_us = truth.wake.summary();
     sum.queue_us = truth.queue.summary();
+    sum.arrivals = super::arrivals::summary(threads.map(|t| &t.arrivals), &[]);
     sum
 }
