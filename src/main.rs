@@ -19,17 +19,7 @@ type Done = anyhow::Result<Exit>;
 fn main() -> ExitCode {
     let cli = match cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
-        Err(cli::ParseError::Clap(e, note)) => {
-            let _ = e.print();
-            if let (Some(note), true) = (note, e.use_stderr()) {
-                term::note(note);
-            }
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-        }
-        Err(cli::ParseError::Usage(e)) => {
-            term::error(e);
-            return ExitCode::from(Exit::Usage.code());
-        }
+        Err(e) => return term::parse_failed(e),
     };
     let result = match cli.command {
         Command::Run(args) => run(&args),
@@ -42,22 +32,33 @@ fn main() -> ExitCode {
     };
     let exit = result.unwrap_or_else(|e| {
         term::error(format_args!("{e:#}"));
-        Exit::Error
+        if e.is::<Usage>() {
+            Exit::Usage
+        } else {
+            Exit::Error
+        }
     });
     ExitCode::from(exit.code())
 }
 
-/// A usage error: said on stderr, exit 2.
-fn usage(e: impl std::fmt::Display) -> Done {
-    term::error(e);
-    Ok(Exit::Usage)
+/// A usage error: said on stderr like any error, but exit 2.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(e: impl std::fmt::Display) -> anyhow::Error {
+    Usage(e.to_string()).into()
 }
 
 fn run(args: &RunArgs) -> Done {
-    let (plan, demo) = match args.run_plan() {
-        Ok(p) => p,
-        Err(e) => return usage(e),
-    };
+    let (plan, demo) = args.run_plan().map_err(usage)?;
     term::warn(args.vllm.ignored_warning());
     if let Some((path, recorded)) = &args.rerun_of {
         term::rerun_notes(path, recorded, &plan);
@@ -69,7 +70,7 @@ fn run(args: &RunArgs) -> Done {
     let mut watch = term::Watch::new(plan.progress, args.progress_interval);
     let summary = match ringbench::run_with(&plan, &signals::INTERRUPTED, &mut watch) {
         Ok(s) => s,
-        Err(e @ (RunError::Plan(_) | RunError::Workload(_))) => return usage(e),
+        Err(e @ (RunError::Plan(_) | RunError::Workload(_))) => return Err(usage(e)),
         Err(e) => return Err(e.into()),
     };
     watch.finish();
@@ -83,10 +84,7 @@ fn run(args: &RunArgs) -> Done {
 
 /// `ringbench report DIR`: the summary again, from the records alone.
 fn report(args: &ReportArgs) -> Done {
-    let (overrides, exports) = match args.resolve() {
-        Ok(o) => o,
-        Err(e) => return usage(e),
-    };
+    let (overrides, exports) = args.resolve().map_err(usage)?;
     let summary = ringbench::report::recompute(&args.dir, &overrides)?;
     console::print_console(&summary, &mut Stdout)?;
     if !args.definitions.is_empty() {
@@ -101,10 +99,7 @@ fn report(args: &ReportArgs) -> Done {
 }
 
 fn sim(args: &SimArgs) -> Done {
-    let cfg = match args.config() {
-        Ok(cfg) => cfg,
-        Err(e) => return usage(e),
-    };
+    let cfg = args.config().map_err(usage)?;
     ringbench::host::raise_fd_limit();
     let handle = ringbench::sim::start(cfg)?;
     writeln!(Stdout, "listening on {}", handle.addr)?;
@@ -119,30 +114,20 @@ fn sim(args: &SimArgs) -> Done {
 }
 
 fn calibrate(args: &CalibrateArgs) -> Done {
-    let cfg = match args.to_config() {
-        Ok(cfg) => cfg,
-        Err(e) => return usage(e),
-    };
+    let cfg = args.to_config().map_err(usage)?;
     let cal = ringbench::study::calibrate::calibrate(&cfg, |p| {
         let _ = writeln!(Stdout, "{}", console::calibrate_point_line(p));
     })?;
     console::print_calibration(&cal, &mut Stdout)?;
     if let Some(dir) = &args.out {
         ringbench::output::write_json(dir, "calibrate.json", &cal)?;
-        writeln!(
-            Stdout,
-            "written to {}",
-            dir.join("calibrate.json").display()
-        )?;
+        term::written_to(&dir.join("calibrate.json"))?;
     }
     Ok(Exit::Ok)
 }
 
 fn sweep(args: &SweepArgs) -> Done {
-    let (plan, spec, loads) = match args.resolve() {
-        Ok(r) => r,
-        Err(e) => return usage(e),
-    };
+    let (plan, spec, loads) = args.resolve().map_err(usage)?;
     console_study::sweep_start(&mut Stdout, spec.axis.name(), &loads, spec.repeats)?;
     let cooldown = std::time::Duration::from_nanos(args.own.common.cooldown);
     signals::install();
@@ -171,10 +156,7 @@ fn sweep(args: &SweepArgs) -> Done {
 }
 
 fn search(args: &SearchArgs) -> Done {
-    let (plan, point_spec, spec) = match args.resolve() {
-        Ok(r) => r,
-        Err(e) => return usage(e),
-    };
+    let (plan, point_spec, spec) = args.resolve().map_err(usage)?;
     let cooldown = std::time::Duration::from_nanos(args.common.cooldown);
     signals::install();
     let result = ringbench::study::search::search_runs(
@@ -190,20 +172,13 @@ fn search(args: &SearchArgs) -> Done {
     console_study::search_answer(&mut Stdout, &result)?;
     if let Some(dir) = &plan.out_dir {
         ringbench::output::study::write_search(dir, &result)?;
-        writeln!(
-            Stdout,
-            "history written to {}",
-            dir.join("search.json").display()
-        )?;
+        term::written_to(&dir.join("search.json"))?;
     }
     let invalid = result.invalid_loads();
     console_study::invalid_loads(&mut std::io::stderr(), &invalid, spec.allow_invalid)?;
     let invalid = !invalid.is_empty() && !spec.allow_invalid;
-    Ok(Exit::of_study(
-        result.interrupted,
-        invalid,
-        result.answer.is_none(),
-    ))
+    let none = result.answer.is_none();
+    Ok(Exit::of_study(result.interrupted, invalid, none))
 }
 
 fn compare(args: &CompareArgs) -> Done {
@@ -211,7 +186,7 @@ fn compare(args: &CompareArgs) -> Done {
     let loaded = load(&args.a).and_then(|a| Ok((a, load(&args.b)?)));
     let rows = match loaded.and_then(|(a, b)| compare(&a, &b, (&args.a, &args.b))) {
         Ok(rows) => rows,
-        Err(e @ (CompareError::NotFound(_) | CompareError::Mixed(..))) => return usage(e),
+        Err(e @ (CompareError::NotFound(_) | CompareError::Mixed(..))) => return Err(usage(e)),
         Err(e) => return Err(e.into()),
     };
     let names = (args.a.display().to_string(), args.b.display().to_string());

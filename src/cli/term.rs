@@ -60,6 +60,28 @@ pub fn written(plan: &Plan) -> io::Result<()> {
     Ok(())
 }
 
+/// Says why the command line could not be read; the exit status clap or usage gives.
+pub fn parse_failed(e: super::ParseError) -> std::process::ExitCode {
+    match e {
+        super::ParseError::Clap(e, said) => {
+            let _ = e.print();
+            if let (Some(n), true) = (said, e.use_stderr()) {
+                note(n);
+            }
+            std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+        super::ParseError::Usage(e) => {
+            error(e);
+            std::process::ExitCode::from(ringbench::Exit::Usage.code())
+        }
+    }
+}
+
+/// `written to PATH`.
+pub fn written_to(path: &std::path::Path) -> io::Result<()> {
+    writeln!(Stdout, "written to {}", path.display())
+}
+
 /// `note: …` on stderr.
 pub fn note(n: impl std::fmt::Display) {
     let _ = writeln!(io::stderr(), "note: {n}");

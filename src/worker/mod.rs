@@ -337,6 +337,27 @@ async fn worker_main(
     let c = ctx.counters.borrow();
     let s = &ctx.setup;
     let spun = ctx.pacer.spun();
+    let warnings = warnings(&ctx, &c, pinned);
+    let stats = WorkerStats {
+        worker: s.index as u16,
+        cpu: s.cpu,
+        cpu_ns: crate::rt::clock::thread_cpu_ns() - cpu_start_ns,
+        wall_ns: s.clock.now_ns() - wall_start_ns,
+        loop_lag,
+        counts: *c,
+        kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),
+        pacer_spun_ns: spun.spun_ns,
+        pacer_passes: spun.passes,
+        pacer_idle_ns: spun.idle_ns,
+        pacer_spin_budget_ns: spun.budget_ns,
+    };
+    (stats, warnings)
+}
+
+/// What the user should know about how this worker ran: no precise timer, arrivals that
+/// waited for a connection, no pinning.
+fn warnings(ctx: &Ctx, c: &WorkerCounts, pinned: bool) -> Vec<String> {
+    let s = &ctx.setup;
     let mut warnings = vec![];
     if !ctx.pacer.is_precise() {
         warnings.push(format!(
@@ -365,20 +386,7 @@ async fn worker_main(
             s.index, s.cpu
         ));
     }
-    let stats = WorkerStats {
-        worker: s.index as u16,
-        cpu: s.cpu,
-        cpu_ns: crate::rt::clock::thread_cpu_ns() - cpu_start_ns,
-        wall_ns: s.clock.now_ns() - wall_start_ns,
-        loop_lag,
-        counts: *c,
-        kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),
-        pacer_spun_ns: spun.spun_ns,
-        pacer_passes: spun.passes,
-        pacer_idle_ns: spun.idle_ns,
-        pacer_spin_budget_ns: spun.budget_ns,
-    };
-    (stats, warnings)
+    warnings
 }
 
 /// Why this worker measures no kernel receive stamps at all, if it does not.
