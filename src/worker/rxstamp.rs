@@ -12,10 +12,12 @@
 //! fallback) and then calls `recvmsg(MSG_DONTWAIT)` itself. That costs an extra syscall per
 //! read, which is why it is a flag.
 //!
-//! This module holds the `unsafe` of it (socket option, `recvmsg`, control-message parsing).
-//! It never allocates: the control buffer lives on the stack of each call.
+//! The socket-level part (the option, `recvmsg`, the control message, which byte a stamp
+//! belongs to) is `rt::tstamp`, shared with the simulator; this module is what the worker
+//! does with the stamps. It never allocates.
 
 use super::stats::{new_histogram, KernelRx};
+use crate::rt::tstamp;
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -86,83 +88,20 @@ impl Tally {
     }
 }
 
-/// `SOF_TIMESTAMPING_RX_SOFTWARE` generates the stamps, `SOF_TIMESTAMPING_SOFTWARE` reports
-/// them in the control message.
-const TIMESTAMPING_FLAGS: libc::c_uint =
-    libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE;
-
-/// Room for one `SCM_TIMESTAMPING` message (a header and three timespecs, 64 bytes on 64-bit
-/// Linux) and one more of any kind; `u64` words keep it aligned for `cmsghdr`.
-const CMSG_WORDS: usize = 16;
-
-/// Asks the kernel to stamp every segment this socket receives.
+/// Asks the kernel to stamp every segment this socket receives (`rt::tstamp`).
 pub fn enable(fd: RawFd) -> io::Result<()> {
-    let flags = TIMESTAMPING_FLAGS;
-    // SAFETY: `flags` is a live c_uint and its exact size is passed; the kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPING,
-            (&flags as *const libc::c_uint).cast(),
-            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    tstamp::enable(
+        fd,
+        tstamp::Want {
+            rx: true,
+            tx: false,
+        },
+    )
 }
 
-/// One non-blocking `recvmsg` into `buf`'s spare capacity (from its length on). Returns the
-/// bytes read and the kernel's receive stamp in `CLOCK_REALTIME` nanoseconds when the
-/// control message carried one. `WouldBlock` when nothing is there yet.
-pub fn recv(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<(usize, Option<u64>)> {
-    let mut cmsg = [0u64; CMSG_WORDS];
-    let spare = buf.spare_capacity_mut();
-    let mut iov = libc::iovec {
-        iov_base: spare.as_mut_ptr().cast(),
-        iov_len: spare.len(),
-    };
-    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cmsg.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
-    // SAFETY: `iov` points at `buf`'s spare capacity and `msg_control` at `cmsg`, both live
-    // and writable for their stated lengths for the whole call.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = n as usize;
-    // SAFETY: the kernel initialized the first `n` bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n) };
-    Ok((n, software_stamp(&msg)))
-}
-
-/// The software stamp (`ts[0]` of `scm_timestamping`) in the message's control data, if any.
-fn software_stamp(msg: &libc::msghdr) -> Option<u64> {
-    // SAFETY: `msg` was filled by `recvmsg`; the CMSG_* macros walk only within
-    // `msg_controllen` of `msg_control`, which is still live (the caller's stack buffer).
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            let h = &*c;
-            if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPING {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
-                if ts.tv_sec == 0 && ts.tv_nsec == 0 {
-                    return None;
-                }
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    None
-}
+/// One non-blocking `recvmsg` into `buf`'s spare capacity, with the kernel's receive stamp
+/// (`CLOCK_REALTIME` ns) of the segment carrying the read's last byte: `rt::tstamp::recv`.
+pub use crate::rt::tstamp::recv;
 
 /// `CLOCK_REALTIME − CLOCK_MONOTONIC` in nanoseconds, read once per worker: the kernel
 /// stamps in real time, the run clock is monotonic. The realtime read sits between two
@@ -170,19 +109,9 @@ fn software_stamp(msg: &libc::msghdr) -> Option<u64> {
 /// would shift it; a delay that comes out negative is counted, never reported as a figure.
 pub fn realtime_offset_ns() -> i64 {
     let a = crate::rt::clock::mono_ns();
-    let rt = realtime_ns();
+    let rt = tstamp::realtime_ns();
     let b = crate::rt::clock::mono_ns();
     rt as i64 - (a / 2 + b / 2) as i64
-}
-
-fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]
@@ -227,21 +156,5 @@ mod tests {
             (0..1_000_000_000).contains(&delay),
             "kernel → user delay {delay} ns"
         );
-    }
-
-    #[test]
-    fn without_the_option_reads_carry_no_stamp() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut tx = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (rx, _) = listener.accept().unwrap();
-        tx.write_all(b"x").unwrap();
-        let mut buf = Vec::with_capacity(8);
-        let got = loop {
-            match recv(rx.as_raw_fd(), &mut buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                r => break r.unwrap(),
-            }
-        };
-        assert_eq!(got, (1, None));
     }
 }
