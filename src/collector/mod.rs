@@ -18,6 +18,7 @@ mod finish;
 pub mod hlog;
 mod isl;
 pub mod log;
+pub mod merge;
 pub mod osl;
 pub mod replay;
 #[cfg(test)]
