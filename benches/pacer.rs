@@ -21,7 +21,14 @@ fn walk(c: &mut Criterion) {
         let s = Schedule::new(arrival, 30_000.0, 1, Some(ARRIVALS), None).expect("valid");
         for workers in [1usize, 2] {
             g.bench_function(format!("{name}_dealt_to_1_of_{workers}"), |b| {
-                b.iter(|| black_box(s.clone().dealt(0, workers).map(|(_, t)| t).sum::<u64>()))
+                b.iter(|| {
+                    black_box(
+                        s.clone()
+                            .dealt(ringbench::plan::Shard::WHOLE, 0, workers)
+                            .map(|(_, t)| t)
+                            .sum::<u64>(),
+                    )
+                })
             });
         }
     }

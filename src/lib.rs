@@ -82,6 +82,7 @@ pub mod host {
 /// percentiles, other SLOs, or other tools' definitions of the same figures.
 pub mod report {
     pub use crate::collector::definitions::{Definitions, ToolFigures};
+    pub use crate::collector::merge::{merge, MergeError, MergeOptions};
     pub use crate::collector::replay::{
         definitions, read_records, recompute, Overrides, ReplayError,
     };
@@ -92,6 +93,7 @@ pub mod report {
 /// change with the code, without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::collector::merge::shift_run;
     pub use crate::collector::Collector;
     pub use crate::record::jsonl::format_line;
     pub use crate::rt::clock::mono_ns;

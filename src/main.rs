@@ -8,7 +8,7 @@ mod cli;
 
 use cli::study_args::{CompareArgs, SearchArgs, SweepArgs};
 use cli::term::{self, signals, Stdout};
-use cli::{CalibrateArgs, Command, ReportArgs, RunArgs, SimArgs};
+use cli::{CalibrateArgs, Command, MergeArgs, ReportArgs, RunArgs, SimArgs};
 use ringbench::output::{console, console_study};
 use ringbench::{Exit, RunError};
 use std::io::Write;
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep(&args),
         Command::Search(args) => search(&args),
         Command::Compare(args) => compare(&args),
+        Command::Merge(args) => merge(&args),
     };
     let exit = result.unwrap_or_else(|e| {
         term::error(format_args!("{e:#}"));
@@ -179,6 +180,27 @@ fn search(args: &SearchArgs) -> Done {
     let invalid = !invalid.is_empty() && !spec.allow_invalid;
     let none = result.answer.is_none();
     Ok(Exit::of_study(result.interrupted, invalid, none))
+}
+
+fn merge(args: &MergeArgs) -> Done {
+    let exports = match cli::parse::exports_of(args.export.as_deref()) {
+        Ok(e) => e,
+        Err(e) => return usage(e),
+    };
+    let opts = ringbench::report::MergeOptions {
+        allow_incomplete: args.allow_incomplete,
+    };
+    let summary = ringbench::report::merge(&args.dirs, &args.out, &opts)?;
+    ringbench::output::write_run(&args.out, &summary, &exports)?;
+    console::print_console(&summary, &mut Stdout)?;
+    if let Some(m) = summary.merge.as_ref().filter(|m| !m.complete) {
+        term::warn(Some(format!(
+            "the merged run is INCOMPLETE: shards missing {:?}, duplicated {:?} of {}",
+            m.missing, m.duplicated, m.shards
+        )));
+    }
+    writeln!(Stdout, "results written to {}", args.out.display())?;
+    Ok(summary.exit(false))
 }
 
 fn compare(args: &CompareArgs) -> Done {

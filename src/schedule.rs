@@ -18,7 +18,7 @@
 //! Each worker walks the whole sequence and keeps its own share, which costs it a few
 //! nanoseconds per arrival of other workers.
 
-use crate::plan::Arrival;
+use crate::plan::{Arrival, Shard};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
@@ -165,10 +165,19 @@ impl Schedule {
         }
     }
 
-    /// The share of worker `worker` out of `workers`: arrivals i with i mod N == worker.
-    pub fn dealt(self, worker: usize, workers: usize) -> impl Iterator<Item = (u64, u64)> {
+    /// The share of worker `worker` out of `workers` on `shard`: the shard keeps the
+    /// arrivals i with i mod N = I (`Shard::owns`), and deals its own j-th arrival to worker
+    /// j mod `workers`. On the whole run (`Shard::WHOLE`) that is arrival i to worker i mod
+    /// `workers`. Indices stay global, so records of every shard name the same arrivals.
+    pub fn dealt(
+        self,
+        shard: Shard,
+        worker: usize,
+        workers: usize,
+    ) -> impl Iterator<Item = (u64, u64)> {
         assert!(workers > 0 && worker < workers, "worker index out of range");
-        self.filter(move |(i, _)| (*i % workers as u64) as usize == worker)
+        let n = u64::from(shard.count.max(1));
+        self.filter(move |(i, _)| shard.owns(*i) && ((*i / n) % workers as u64) as usize == worker)
     }
 }
 
@@ -276,11 +285,43 @@ mod tests {
                         Some(10_001),
                         None,
                     );
-                    s.unwrap().dealt(w, workers).collect::<Vec<_>>()
+                    s.unwrap()
+                        .dealt(Shard::WHOLE, w, workers)
+                        .collect::<Vec<_>>()
                 })
                 .collect();
             merged.sort();
             assert_eq!(merged, whole, "{workers} workers");
+        }
+    }
+
+    #[test]
+    fn shards_of_workers_partition_the_global_sequence_by_global_index() {
+        let make = || Schedule::new(Arrival::Poisson, 500.0, 9, Some(1_003), None).unwrap();
+        let whole: Vec<_> = make().collect();
+        for count in 1..=4u32 {
+            for workers in 1..=3 {
+                let mut merged = Vec::new();
+                for index in 0..count {
+                    let shard = Shard { index, count };
+                    let mut mine: Vec<_> = (0..workers)
+                        .flat_map(|w| make().dealt(shard, w, workers).collect::<Vec<_>>())
+                        .collect();
+                    mine.sort();
+                    assert_eq!(mine.len() as u64, shard.share(1_003));
+                    assert!(mine
+                        .iter()
+                        .all(|(i, _)| i % u64::from(count) == u64::from(index)));
+                    // The shard's own arrivals go round its workers: worker loads differ by ≤ 1.
+                    let per: Vec<usize> = (0..workers)
+                        .map(|w| make().dealt(shard, w, workers).count())
+                        .collect();
+                    assert!(per.iter().max().unwrap() - per.iter().min().unwrap() <= 1);
+                    merged.extend(mine);
+                }
+                merged.sort();
+                assert_eq!(merged, whole, "{count} shards of {workers} workers");
+            }
         }
     }
 
@@ -333,7 +374,7 @@ mod tests {
         );
         assert_eq!(Schedule::from_trace(at.clone()).len(), 5);
         let mut merged: Vec<_> = (0..2)
-            .flat_map(|w| Schedule::from_trace(at.clone()).dealt(w, 2))
+            .flat_map(|w| Schedule::from_trace(at.clone()).dealt(Shard::WHOLE, w, 2))
             .collect();
         merged.sort();
         assert_eq!(merged, all);

@@ -69,6 +69,29 @@ pub enum Command {
     Search(Box<study_args::SearchArgs>),
     /// Two runs or sweeps side by side.
     Compare(study_args::CompareArgs),
+    /// One run from the folders of its shards (run --shard I/N), recomputed from their records.
+    ///
+    /// Exit status: as `run` (the merged run is valid only if every shard was and none is
+    /// missing); 1 when the folders are not the shards of one run, or shards are missing or
+    /// duplicated (without --allow-incomplete).
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' `ringbench run --shard I/N --out` folders.
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged run's files go (summary.json, requests.jsonl, run.json, exports).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Merge even when shards are missing or given twice: the result is marked incomplete
+    /// (and invalid).
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Which exports to write (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub export: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]

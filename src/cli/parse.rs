@@ -277,3 +277,248 @@ mod tests {
         assert!(parse_slo("ttft:0").unwrap_err().0.contains("above 0"));
     }
 }
+
+/// The environment variable a Kubernetes Indexed Job sets to each pod's index.
+pub const JOB_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+
+/// `--shard I/N`, or `--shard auto --shards N` with the index from `job_index` (the value of
+/// `JOB_COMPLETION_INDEX`, `None` when unset); no `--shard`: the whole run.
+pub fn shard_of(
+    shard: Option<&str>,
+    shards: Option<u32>,
+    job_index: Option<&str>,
+) -> Result<Option<ringbench::plan::Shard>, UsageError> {
+    use ringbench::plan::Shard;
+    let Some(spec) = shard else {
+        if shards.is_some() {
+            return usage("--shards N goes with --shard auto (or give --shard I/N alone)");
+        }
+        return Ok(None);
+    };
+    let spec = spec.trim();
+    let shard = if spec == "auto" {
+        let Some(count) = shards else {
+            return usage("--shard auto needs --shards N, the number of shards of the run");
+        };
+        let Some(raw) = job_index else {
+            return usage(format!(
+                "--shard auto reads {JOB_INDEX_VAR}, which is not set (a Kubernetes Indexed \
+                 Job sets it; elsewhere give --shard I/{count})"
+            ));
+        };
+        let index = raw.trim().parse::<u32>().map_err(|_| {
+            UsageError(format!(
+                "--shard auto: {JOB_INDEX_VAR}='{raw}' is not a shard index (0 to {})",
+                count.saturating_sub(1)
+            ))
+        })?;
+        Shard { index, count }
+    } else {
+        if shards.is_some() {
+            return usage(format!(
+                "--shards goes with --shard auto; --shard {spec} already names the count"
+            ));
+        }
+        let parsed = spec
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        let Some((index, count)) = parsed else {
+            return usage(format!(
+                "--shard '{spec}': give I/N (this host's index from 0, and the number of \
+                 shards), like 0/3, or auto with --shards N"
+            ));
+        };
+        Shard { index, count }
+    };
+    if shard.count == 0 || shard.index >= shard.count {
+        return usage(format!(
+            "--shard {}: the index must be 0 to {} (the count less one){}",
+            shard.label(),
+            shard.count.saturating_sub(1),
+            if spec == "auto" {
+                format!(" ({JOB_INDEX_VAR} gave the index)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(Some(shard))
+}
+
+/// `--start-at TIME`: RFC 3339 (`2026-12-02T08:30:00Z`, `…08:30:00.250+01:00`) or Unix
+/// nanoseconds (digits only), to Unix nanoseconds.
+pub fn parse_start_at(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let fix = "give RFC 3339, like 2026-12-02T08:30:00Z, or Unix nanoseconds";
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u64>()
+            .map_err(|_| format!("'{s}' is too large for Unix nanoseconds; {fix}"));
+    }
+    rfc3339_unix_ns(s).ok_or_else(|| format!("'{s}' is not a time; {fix}"))
+}
+
+/// `YYYY-MM-DD(T| )HH:MM:SS[.frac](Z|±HH:MM)` to Unix ns; `None` if malformed or before 1970.
+fn rfc3339_unix_ns(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut frac_ns: i64 = 0;
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        for (k, c) in f[..digits].bytes().enumerate() {
+            if k < 9 {
+                frac_ns += i64::from(c - b'0') * 10_i64.pow(8 - k as u32);
+            }
+        }
+        rest = &f[digits..];
+    }
+    let offset_s = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let o = rest.as_bytes();
+            if o.len() != 6 || o[3] != b':' {
+                return None;
+            }
+            let (oh, om) = (num_of(&rest[1..3])?, num_of(&rest[4..6])?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_s;
+    u64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac_ns as u64)
+}
+
+fn num_of(t: &str) -> Option<i64> {
+    t.bytes()
+        .all(|c| c.is_ascii_digit())
+        .then(|| t.parse().ok())?
+}
+
+/// (year, month, day) to days since 1970-01-01: Howard Hinnant's `days_from_civil`.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod shard_tests {
+    use super::*;
+    use ringbench::plan::Shard;
+
+    #[test]
+    fn shard_flags_parse_and_name_the_flag_when_wrong() {
+        let s = |spec, n, env| shard_of(spec, n, env).map_err(|e| e.0);
+        assert_eq!(s(None, None, None), Ok(None));
+        assert_eq!(
+            s(Some("2/3"), None, None),
+            Ok(Some(Shard { index: 2, count: 3 }))
+        );
+        assert_eq!(
+            s(Some("auto"), Some(4), Some("3")),
+            Ok(Some(Shard { index: 3, count: 4 }))
+        );
+        let err = s(Some("auto"), Some(4), None).unwrap_err();
+        assert!(
+            err.contains("--shard auto") && err.contains(JOB_INDEX_VAR),
+            "{err}"
+        );
+        let err = s(Some("auto"), Some(4), Some("4")).unwrap_err();
+        assert!(
+            err.contains("--shard 4/4") && err.contains(JOB_INDEX_VAR),
+            "{err}"
+        );
+        let err = s(Some("auto"), Some(4), Some("x")).unwrap_err();
+        assert!(err.contains(JOB_INDEX_VAR) && err.contains("'x'"), "{err}");
+        let err = s(Some("auto"), None, Some("1")).unwrap_err();
+        assert!(err.contains("--shards N"), "{err}");
+        let err = s(Some("3/3"), None, None).unwrap_err();
+        assert!(
+            err.contains("--shard 3/3") && err.contains("0 to 2"),
+            "{err}"
+        );
+        let err = s(Some("1/0"), None, None).unwrap_err();
+        assert!(err.contains("--shard 1/0"), "{err}");
+        let err = s(Some("1-3"), None, None).unwrap_err();
+        assert!(
+            err.contains("--shard '1-3'") && err.contains("I/N"),
+            "{err}"
+        );
+        let err = s(Some("0/2"), Some(2), None).unwrap_err();
+        assert!(err.contains("--shards"), "{err}");
+        let err = s(None, Some(2), None).unwrap_err();
+        assert!(err.contains("--shard auto"), "{err}");
+    }
+
+    #[test]
+    fn start_at_reads_rfc3339_and_unix_ns() {
+        assert_eq!(parse_start_at("0"), Ok(0));
+        assert_eq!(
+            parse_start_at("1795959946000000000"),
+            Ok(1_795_959_946_000_000_000)
+        );
+        // The instant `rt::clock`'s own test formats as 2026-11-29T13:45:46Z.
+        assert_eq!(
+            parse_start_at("2026-11-29T13:45:46Z"),
+            Ok(1_795_959_946_000_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2026-11-29T14:45:46.25+01:00"),
+            Ok(1_795_959_946_250_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2000-02-29T00:00:00.000000001Z"),
+            Ok(951_782_400_000_000_001)
+        );
+        assert_eq!(parse_start_at("1970-01-01T00:00:00Z"), Ok(0));
+        for bad in [
+            "",
+            "soon",
+            "2026-11-29",
+            "2026-11-29T13:45:46",
+            "2026-13-01T00:00:00Z",
+            "2026-11-29T13:45:46+0100",
+            "1969-12-31T23:59:59Z",
+            "99999999999999999999",
+            "-5",
+        ] {
+            let err = parse_start_at(bad).unwrap_err();
+            assert!(err.contains("RFC 3339"), "{bad}: {err}");
+        }
+    }
+}

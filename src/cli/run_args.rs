@@ -34,6 +34,7 @@ pub mod heading {
     pub const OVERHEAD: &str = "Client overhead";
     pub const TLS: &str = "TLS and auth";
     pub const SIM: &str = "Simulator (no --url)";
+    pub const SHARDS: &str = "Shards (one run over several hosts)";
 }
 use heading as h;
 
@@ -282,6 +283,23 @@ pub struct RunArgs {
     /// From the kernel's software receive stamps; costs a syscall per read.
     #[arg(long, hide_short_help = true, help_heading = h::OVERHEAD)]
     pub rx_timestamps: bool,
+    /// This host's shard of a run over several: I/N, or auto (with --shards)
+    ///
+    /// Shard I of N sends the arrivals i with i mod N = I of the schedule the same flags and
+    /// --seed define (and its share of --concurrency users and of --max-concurrency); the
+    /// shards' records, merged by `ringbench merge`, are the single-host run's arrivals.
+    /// auto reads the index from JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
+    #[arg(long, value_name = "I/N|auto", help_heading = h::SHARDS)]
+    pub shard: Option<String>,
+    /// The number of shards, with --shard auto
+    #[arg(long, value_name = "N", help_heading = h::SHARDS)]
+    pub shards: Option<u32>,
+    /// Start the schedule at this wall-clock instant: RFC 3339 or Unix ns
+    ///
+    /// Every shard given the same instant starts its schedule then, on its own clock; a shard
+    /// that gets there late says so and counts the lateness as scheduling lag.
+    #[arg(long, value_name = "TIME", value_parser = super::parse::parse_start_at, help_heading = h::SHARDS)]
+    pub start_at: Option<u64>,
     /// Run even if another ringbench here loads the same endpoint
     #[arg(long, hide_short_help = true, help_heading = h::OVERHEAD)]
     pub allow_concurrent: bool,
@@ -519,6 +537,12 @@ impl RunArgs {
             run_id: self.run_id.clone(),
             vllm_result,
             args: self.args.clone(),
+            shard: super::parse::shard_of(
+                self.shard.as_deref(),
+                self.shards,
+                std::env::var(super::parse::JOB_INDEX_VAR).ok().as_deref(),
+            )?,
+            start_at_unix_ns: self.start_at,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)

@@ -99,6 +99,9 @@ impl Collector {
             workload: facts.workload.clone(),
             verdict,
             server: None,
+            shard: facts.shard,
+            clock: facts.clock,
+            merge: facts.merge,
         }
     }
 }
@@ -329,6 +332,9 @@ fn overhead(
     if let Some(net) = &facts.kernel_net {
         judge_kernel_net(net, &mut invalid_reasons, warnings);
     }
+    if let Some(merge) = &facts.merge {
+        judge_shards(merge, &mut invalid_reasons);
+    }
     let (kernel_rx_delay_ms, kernel_rx_delay_null_reason) = kernel_rx(plan, ws, warnings);
     Overhead {
         delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
@@ -353,6 +359,25 @@ fn overhead(
         kernel_rx_delay_ms,
         kernel_rx_delay_null_reason,
         kernel_net: facts.kernel_net.clone(),
+    }
+}
+
+/// A merged run is valid only if every shard was, and only if every shard is there.
+fn judge_shards(merge: &crate::summary::shard::MergeInfo, reasons: &mut Vec<String>) {
+    for p in merge.parts.iter().filter(|p| !p.valid) {
+        reasons.push(format!(
+            "shard {}/{} ({}) was invalid: {}",
+            p.index,
+            merge.shards,
+            p.dir,
+            p.invalid_reasons.join("; ")
+        ));
+    }
+    if !merge.complete {
+        reasons.push(format!(
+            "the merge is incomplete: shards missing {:?}, duplicated {:?} (of {})",
+            merge.missing, merge.duplicated, merge.shards
+        ));
     }
 }
 

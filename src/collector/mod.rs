@@ -18,6 +18,7 @@ mod finish;
 pub mod hlog;
 mod isl;
 pub mod log;
+pub mod merge;
 pub mod osl;
 pub mod replay;
 #[cfg(test)]
@@ -59,6 +60,12 @@ pub struct RunFacts {
     pub workload: Option<crate::summary::workload::WorkloadStats>,
     /// The host's network drop and retransmit counters over the run.
     pub kernel_net: Option<crate::summary::NetDelta>,
+    /// Which shard of a run over several hosts this is (`--shard`).
+    pub shard: Option<crate::summary::shard::ShardInfo>,
+    /// The run clock's wall-clock origin and the kernel's clock-sync estimate.
+    pub clock: Option<crate::summary::shard::ClockSync>,
+    /// The shards a merged run is made of (`ringbench merge`).
+    pub merge: Option<crate::summary::shard::MergeInfo>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up

@@ -2,7 +2,8 @@
 //! what a summary needs that no request record carries — the resolved config, the host, the
 //! wall-clock start, the scheduled count, the workers' own stats (`WorkerStats` as it is,
 //! histograms as `[value_ns, count]` pairs that rebuild the very same buckets) and the
-//! simulator's report. Every latency, throughput and goodput figure comes from `requests.jsonl` alone;
+//! simulator's report, and a shard's place in a run over several hosts (`shard`, `clock`,
+//! `merge`). Every latency, throughput and goodput figure comes from `requests.jsonl` alone;
 //! this file only lets `ringbench report` reprint the rest of `summary.json` byte for byte.
 //! Written once at the end of a run; never prints.
 
@@ -35,6 +36,12 @@ pub struct RunSidecar {
     pub workload: Option<crate::summary::workload::WorkloadStats>,
     #[serde(default)]
     pub kernel_net: Option<crate::summary::NetDelta>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::summary::shard::ShardInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::summary::shard::ClockSync>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::summary::shard::MergeInfo>,
 }
 
 impl RunSidecar {
@@ -53,6 +60,9 @@ impl RunSidecar {
             workers: facts.workers.clone(),
             workload: facts.workload.clone(),
             kernel_net: facts.kernel_net.clone(),
+            shard: facts.shard.clone(),
+            clock: facts.clock.clone(),
+            merge: facts.merge.clone(),
         }
     }
 
@@ -68,6 +78,9 @@ impl RunSidecar {
             warnings: self.warnings.clone(),
             workload: self.workload.clone(),
             kernel_net: self.kernel_net.clone(),
+            shard: self.shard.clone(),
+            clock: self.clock.clone(),
+            merge: self.merge.clone(),
         }
     }
 

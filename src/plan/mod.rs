@@ -3,11 +3,13 @@
 //! valid; checks live in `cli`/`Plan::check`, never on the hot path.
 
 pub mod run_id;
+pub mod shard;
 pub mod sim;
 mod validate;
 pub mod workload;
 
 pub use run_id::RunId;
+pub use shard::Shard;
 pub use sim::SimSettings;
 pub use validate::{selector_matchers, PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
 pub use workload::WorkloadSpec;
@@ -367,6 +369,15 @@ pub struct Plan {
     /// code; nothing in a run reads it.
     #[serde(default)]
     pub args: Vec<String>,
+    /// This run is one shard of a run spread over several hosts (`--shard I/N`): it sends
+    /// the arrivals (closed loop: the request ids) i with i mod N = I of the global schedule,
+    /// and its share of the users and of the in-flight cap. `None`: the whole run.
+    #[serde(default)]
+    pub shard: Option<Shard>,
+    /// The wall-clock instant the schedule starts at, Unix ns (`--start-at`), so that shards
+    /// on several hosts start together; `None`: as soon as the workers are ready.
+    #[serde(default)]
+    pub start_at_unix_ns: Option<u64>,
 }
 
 /// `--save-result`: where vLLM's result JSON goes and what of vLLM's own arguments it
@@ -587,7 +598,14 @@ impl Plan {
             run_id: None,
             vllm_result: None,
             args: vec![],
+            shard: None,
+            start_at_unix_ns: None,
         }
+    }
+
+    /// The shard this plan runs (`Shard::WHOLE` unless `--shard` was given).
+    pub fn this_shard(&self) -> Shard {
+        self.shard.unwrap_or(Shard::WHOLE)
     }
 
     /// The arrival rate asked for, req/s: `--request-rate`, or a trace's own rate × its speed-up;

@@ -13,6 +13,8 @@ use super::{bad, Arrival, Load, Plan};
 
 /// Most workers (pinned CPUs) a run may ask for.
 pub const MAX_WORKERS: usize = 1024;
+/// Most shards a run may be split into (`--shard I/N`).
+pub const MAX_SHARDS: u32 = 65_536;
 /// Most CPU number a worker or the simulator may be pinned to (the kernel's `CPU_SETSIZE`).
 pub const MAX_CPU: usize = 1023;
 /// Most arrivals an open-loop schedule may hold (warm-up included). Each worker walks the
@@ -106,7 +108,43 @@ impl Plan {
         self.check_run_id()?;
         self.check_server_metrics()?;
         self.check_vllm_result()?;
+        self.check_shard()?;
         self.check_cpus()
+    }
+
+    fn check_shard(&self) -> Result<(), PlanError> {
+        let Some(shard) = self.shard else {
+            return Ok(());
+        };
+        if shard.count == 0 || shard.count > MAX_SHARDS {
+            return bad(format!(
+                "--shard {}: the shard count must be 1 to {MAX_SHARDS}",
+                shard.label()
+            ));
+        }
+        if shard.index >= shard.count {
+            return bad(format!(
+                "--shard {}: the index must be below the count (0 to {})",
+                shard.label(),
+                shard.count - 1
+            ));
+        }
+        let (what, total) = match self.load {
+            Load::Closed { concurrency } => ("--concurrency", concurrency),
+            Load::Open {
+                max_concurrency: Some(cap),
+                ..
+            } => ("--max-concurrency", cap),
+            _ => return Ok(()),
+        };
+        if total < shard.count {
+            return bad(format!(
+                "{what} {total} is split over {} shards: each needs at least 1 (give {what} \
+                 {} or more, or fewer shards)",
+                shard.count, shard.count
+            ));
+        }
+        Ok(())
     }
 
     fn check_vllm_result(&self) -> Result<(), PlanError> {

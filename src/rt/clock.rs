@@ -40,6 +40,14 @@ impl RunClock {
         }
     }
 
+    /// A run clock whose origin was `back_ns` ago (a `--start-at` instant already past, so
+    /// that the schedule's start is still a stamp ≥ 0).
+    pub fn start_back(back_ns: u64) -> Self {
+        Self {
+            origin_mono_ns: mono_ns().saturating_sub(back_ns),
+        }
+    }
+
     #[inline]
     pub fn now_ns(&self) -> u64 {
         mono_ns().saturating_sub(self.origin_mono_ns)
@@ -50,9 +58,77 @@ impl RunClock {
     }
 }
 
+/// `CLOCK_REALTIME` (the wall clock, as NTP or PTP steer it), Unix nanoseconds.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as above; CLOCK_REALTIME always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    (ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The wall-clock instant of `clock`'s origin, Unix ns, and the uncertainty of that reading,
+/// ns: the wall clock is read between two run-clock reads, and the narrowest of a few such
+/// windows is kept (half its width is the uncertainty).
+pub fn wall_origin(clock: &RunClock) -> (u64, u64) {
+    let mut best = (0, u64::MAX);
+    for _ in 0..8 {
+        let a = clock.now_ns();
+        let wall = realtime_ns();
+        let b = clock.now_ns();
+        let half = (b - a) / 2;
+        if half < best.1 {
+            best = (wall.saturating_sub(a + half), half);
+        }
+    }
+    best
+}
+
+/// What the kernel says of its wall clock's sync (`adjtimex(2)`, read-only: modes 0);
+/// `None` where the call fails.
+pub fn kernel_clock() -> Option<crate::summary::shard::KernelClock> {
+    // SAFETY: `timex` is plain data; all zeroes (modes 0) asks adjtimex to change nothing.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: `tx` is a valid, writable timex that outlives the call.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    Some(crate::summary::shard::KernelClock {
+        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
+        state,
+        status: tx.status,
+        esterror_us: tx.esterror as i64,
+        maxerror_us: tx.maxerror as i64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wall_origin_maps_run_stamps_to_the_wall_clock() {
+        let clock = RunClock::start();
+        let (origin, uncertainty) = wall_origin(&clock);
+        assert!(uncertainty < 50_000_000, "{uncertainty} ns");
+        let (t, wall) = (clock.now_ns(), realtime_ns());
+        // The wall clock may be stepped by NTP in between; a 1 s tolerance still catches a
+        // sign or unit error.
+        assert!(
+            (origin + t).abs_diff(wall) < 1_000_000_000,
+            "{origin} + {t} vs {wall}"
+        );
+    }
+
+    #[test]
+    fn adjtimex_is_read_without_changing_anything() {
+        let k = kernel_clock().expect("adjtimex with modes 0 is allowed unprivileged");
+        assert!((0..=5).contains(&k.state), "{k:?}");
+        assert!(k.maxerror_us >= 0 && k.esterror_us >= 0, "{k:?}");
+    }
 
     #[test]
     fn run_clock_is_monotonic_and_starts_near_zero() {

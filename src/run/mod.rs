@@ -12,11 +12,12 @@ pub(crate) mod testkit;
 mod workers;
 
 use crate::collector::{Collector, LiveCounts, RunFacts};
-use crate::plan::{IoDriver, Plan};
+use crate::plan::{IoDriver, Load, Plan};
 use crate::prepare::catalog::Catalog;
 use crate::prepare::WorkloadTally;
 use crate::record::{InputSource, Record};
 use crate::rt::netcount::NetCounters;
+use crate::summary::shard::{ClockSync, ShardInfo};
 use crate::summary::workload::WorkloadStats;
 use crate::summary::Summary;
 use crate::worker::WorkerEnd;
@@ -152,11 +153,12 @@ pub fn run_with(
     );
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
-    let clock = crate::rt::clock::RunClock::start();
+    let clock = run_clock(plan);
+    let (origin_unix_ns, offset_uncertainty_ns) = crate::rt::clock::wall_origin(&clock);
     let mut scraping = server::Scraping::start(plan, &ep, &clock);
     scraping.notes.iter().for_each(|n| observer.on_note(n));
     let net_before = NetCounters::read();
-    let mut started = workers::start(plan, &ep, &catalog, clock)?;
+    let mut started = workers::start(plan, &ep, &catalog, clock, origin_unix_ns)?;
     let mut links = std::mem::take(&mut started.links);
     let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
@@ -180,13 +182,26 @@ pub fn run_with(
     let scrapes = scraping.finish();
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
+    let clock_sync = ClockSync {
+        origin_unix_ns,
+        offset_uncertainty_ns,
+        schedule_start_ns: started.start_ns,
+        start_at_unix_ns: plan.start_at_unix_ns,
+        start_late_ns: started.start_late_ns,
+        kernel: crate::rt::clock::kernel_clock(),
+    };
+    let mut warnings = warnings(plan, &catalog, &ends);
+    warnings.extend(clock_warnings(&clock_sync));
     let facts = RunFacts {
+        shard: shard_info(plan, started.schedule.as_ref()),
+        clock: Some(clock_sync),
+        merge: None,
         started_at,
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
         scheduled: workers::scheduled_count(plan, started.schedule.as_ref(), &started.shared),
         wall_ns: started.clock.now_ns(),
         interrupted: started.shared.stop.load(Ordering::Relaxed),
-        warnings: warnings(plan, &catalog, &ends),
+        warnings,
         workers: ends.into_iter().map(|e| e.stats).collect(),
         sim: ep
             .sim
@@ -195,6 +210,60 @@ pub fn run_with(
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
     finish(plan, collector, facts, scrapes)
+}
+
+/// The run clock: its origin now, or at a `--start-at` instant already past, so that the
+/// schedule's start is a stamp like any other.
+fn run_clock(plan: &Plan) -> crate::rt::clock::RunClock {
+    let back_ns = plan
+        .start_at_unix_ns
+        .map_or(0, |at| crate::rt::clock::realtime_ns().saturating_sub(at));
+    crate::rt::clock::RunClock::start_back(back_ns)
+}
+
+/// Which part of which run this is, when `--shard` was given.
+fn shard_info(plan: &Plan, schedule: Option<&crate::schedule::Schedule>) -> Option<ShardInfo> {
+    let shard = plan.shard?;
+    let total = |n: u64| n + plan.warmup_requests;
+    let (users, cap) = match plan.load {
+        Load::Closed { concurrency } => (Some(shard.share_u32(concurrency)), None),
+        Load::Open {
+            max_concurrency, ..
+        } => (None, max_concurrency.map(|c| shard.share_u32(c))),
+        Load::Trace(ref t) => (None, t.max_concurrency.map(|c| shard.share_u32(c))),
+    };
+    Some(ShardInfo {
+        index: shard.index,
+        count: shard.count,
+        plan_hash: crate::plan::shard::plan_hash(&serde_json::to_value(plan).unwrap_or_default()),
+        seed: plan.seed,
+        global_scheduled: schedule
+            .map(|s| s.len())
+            .or_else(|| plan.stop.request_count.map(total)),
+        users,
+        max_concurrency_per_shard: cap,
+    })
+}
+
+/// What the clock block calls for: a late start, a wall clock the kernel calls unsynced.
+fn clock_warnings(c: &ClockSync) -> Vec<String> {
+    let mut w = vec![];
+    if let Some(at) = c.start_at_unix_ns.filter(|_| c.start_late_ns > 0) {
+        w.push(format!(
+            "--start-at {at}: the workers were ready {:.3} ms after that instant; the \
+             schedule still started then, so its first arrivals were sent late (counted in \
+             the scheduling lag)",
+            c.start_late_ns as f64 / 1e6
+        ));
+    }
+    if c.start_at_unix_ns.is_some() && c.kernel.as_ref().is_some_and(|k| !k.synchronized) {
+        w.push(
+            "--start-at: the kernel says this host's wall clock is not synchronized \
+             (adjtimex); shards on other hosts may not have started at the same instant"
+                .to_string(),
+        );
+    }
+    w
 }
 
 /// The summary from the collector and the run's facts, the server's block joined to it, and

@@ -106,7 +106,7 @@ impl Scraping {
         let mut s = Scraping {
             scraper: None,
             warmup_open: plan.warmup_requests > 0 || plan.warmup_duration_ns > 0,
-            warmup_requests: plan.warmup_requests,
+            warmup_requests: plan.this_shard().share(plan.warmup_requests),
             warmup_ns: plan.warmup_duration_ns,
             notes: vec![],
             prometheus: None,

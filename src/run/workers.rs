@@ -32,16 +32,22 @@ pub(super) struct Started {
     pub clock: RunClock,
     /// Run-clock time the schedule starts at.
     pub start_ns: u64,
+    /// How long after the schedule's start the workers were ready (`--start-at` too close
+    /// or past), ns; 0 when on time.
+    pub start_late_ns: u64,
     pub schedule: Option<Schedule>,
 }
 
 /// Starts every worker; the schedule begins `START_LEAD_NS` after every worker is ready
-/// (pinned, its own copy of the catalog made).
+/// (pinned, its own copy of the catalog made), or with `--start-at` at that wall-clock
+/// instant: run-clock `start_at − origin_unix_ns` (`origin_unix_ns` is the run clock's
+/// origin on the wall clock), however late the workers are for it.
 pub(super) fn start(
     plan: &Plan,
     ep: &Endpoint,
     catalog: &Catalog,
     clock: RunClock,
+    origin_unix_ns: u64,
 ) -> Result<Started, RunError> {
     let plan_arc = Arc::new(plan.clone());
     let shared = Arc::new(Shared::new(plan.cpus.len(), plan));
@@ -86,7 +92,12 @@ pub(super) fn start(
     // Returns once every worker has said it is ready (or is gone).
     drop(ready_tx);
     while ready_rx.recv().is_ok() {}
-    let start_ns = clock.now_ns() + START_LEAD_NS;
+    let ready_ns = clock.now_ns();
+    let start_ns = match plan.start_at_unix_ns {
+        Some(at) => at.saturating_sub(origin_unix_ns),
+        None => ready_ns + START_LEAD_NS,
+    };
+    let start_late_ns = ready_ns.saturating_sub(start_ns);
     for s in starts {
         let _ = s.send(start_ns);
     }
@@ -96,6 +107,7 @@ pub(super) fn start(
         shared,
         clock,
         start_ns,
+        start_late_ns,
         schedule,
     })
 }
@@ -126,24 +138,23 @@ fn fd_budget(plan: &Plan) -> u64 {
     }
 }
 
-/// Worker `index`'s share of the in-flight cap: `--max-concurrency` when given, and never
-/// more connections than the descriptor budget allows. Arrivals are dealt round-robin, so an
-/// even split holds the global cap while no worker waits on another.
+/// Worker `index`'s share of the in-flight cap: `--max-concurrency` when given (a shard's
+/// share of it first: `Shard::share`), and never more connections than the descriptor budget
+/// allows. Arrivals are dealt round-robin, so an even split holds the global cap while no
+/// worker waits on another.
 fn lane_cap(plan: &Plan, index: usize, fd_budget: u64) -> usize {
     let n = plan.cpus.len() as u64;
     let share = |total: u64| (total / n + u64::from((index as u64) < total % n)).max(1);
     let by_fds = share(fd_budget);
-    match plan.load {
+    let shard = plan.this_shard();
+    let cap = match plan.load {
         Load::Open {
-            max_concurrency: Some(cap),
-            ..
-        } => share(u64::from(cap)).min(by_fds) as usize,
-        Load::Trace(ref t) => {
-            t.max_concurrency
-                .map_or(by_fds, |cap| share(u64::from(cap)).min(by_fds)) as usize
-        }
-        _ => by_fds as usize,
-    }
+            max_concurrency, ..
+        } => max_concurrency,
+        Load::Trace(ref t) => t.max_concurrency,
+        _ => None,
+    };
+    cap.map_or(by_fds, |cap| share(shard.share(u64::from(cap))).min(by_fds)) as usize
 }
 
 /// The open loop's global schedule: exactly rate × horizon arrivals (or the count); a
@@ -168,12 +179,13 @@ fn open_schedule(plan: &Plan) -> Option<Schedule> {
 
 /// How many requests the run scheduled, counted independently of the records so that
 /// `scheduled = sent + not_sent` is a real check. Open loop: the schedule's length. Closed
-/// loop: the ids the virtual users claimed within the count.
+/// loop: the ids the virtual users claimed within the count. A shard counts its own share.
 pub(super) fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: &Shared) -> u64 {
+    let shard = plan.this_shard();
     if let Some(s) = schedule {
-        return s.len();
+        return shard.share(s.len());
     }
     let claimed = shared.claimed.load(std::sync::atomic::Ordering::Relaxed);
     let total = plan.stop.request_count.map(|c| c + plan.warmup_requests);
-    total.map_or(claimed, |t| claimed.min(t))
+    total.map_or(claimed, |t| claimed.min(shard.share(t)))
 }

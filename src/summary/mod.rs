@@ -10,6 +10,7 @@
 pub mod metric;
 pub mod series;
 pub mod server;
+pub mod shard;
 pub mod study;
 pub mod workload;
 
@@ -165,6 +166,15 @@ pub struct Summary {
     /// `null` when they were not scraped.
     #[serde(default)]
     pub server: Option<server::ServerSummary>,
+    /// Which part of a run spread over hosts this is (`--shard I/N`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shard::ShardInfo>,
+    /// How the run's stamps map to wall-clock time, and the kernel's clock-sync estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<shard::ClockSync>,
+    /// The shards a merged run is made of (`ringbench merge`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<shard::MergeInfo>,
 }
 
 /// The program that wrote a summary (`tool` in `summary.json`).

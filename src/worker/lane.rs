@@ -275,7 +275,9 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
         }
         let claim = || {
             // SeqCst: the gate's drain test reads the claims before its in-flight count.
-            let id = s.shared.claimed.fetch_add(1, Ordering::SeqCst);
+            let local = s.shared.claimed.fetch_add(1, Ordering::SeqCst);
+            // A shard's ids are the global ids i with i mod N = I: `total` bounds them all.
+            let id = s.plan.this_shard().global(local);
             (id, previous_done_ns.unwrap_or_else(|| s.clock.now_ns()))
         };
         let ((id, mut intended_ns), entry) =

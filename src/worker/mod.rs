@@ -407,13 +407,14 @@ fn kernel_rx_off(s: &WorkerSetup) -> Option<String> {
 /// The mean gap between this worker's arrivals (open loop, trace), ns.
 fn mean_gap_ns(s: &WorkerSetup) -> Option<f64> {
     let rate = s.plan.target_rate().filter(|r| *r > 0.0)?;
-    Some(s.workers as f64 * 1e9 / rate)
+    let shards = f64::from(s.plan.this_shard().count.max(1));
+    Some(s.workers as f64 * shards * 1e9 / rate)
 }
 
 fn open_schedule(ctx: &Ctx) -> impl Iterator<Item = (u64, u64)> {
     let s = &ctx.setup;
     let schedule = s.schedule.clone().expect("open loop has a schedule");
-    schedule.dealt(s.index, s.workers)
+    schedule.dealt(s.plan.this_shard(), s.index, s.workers)
 }
 
 /// Open loop: every arrival is sent at its time on an idle lane (a new one if none is idle);
@@ -446,10 +447,12 @@ fn warm_lanes(ctx: &Ctx) -> usize {
     mean_gap_ns(&ctx.setup).map_or(1, |gap| (WARM_NS / gap).ceil() as usize + 1)
 }
 
-/// Closed loop: this worker's share of the virtual users, each sending its next request
-/// when the previous one ended. Ids are claimed from one counter so `--request-count` is
-/// exact across workers.
+/// Closed loop: this worker's share of the virtual users (of this shard's share of them),
+/// each sending its next request when the previous one ended. Ids are claimed from one
+/// counter so `--request-count` is exact across workers (and, as global ids i with
+/// i mod N = I, across shards).
 async fn closed_loop(ctx: &Rc<Ctx>, concurrency: u32) {
+    let concurrency = ctx.setup.plan.this_shard().share_u32(concurrency);
     let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
     let users = concurrency / n + u32::from(k < concurrency % n);
     ctx.pacer.until(ctx.setup.start_ns, || ctx.progress()).await;

@@ -36,6 +36,7 @@ mod scrape;
 mod secrets;
 mod server_metrics;
 mod shape;
+mod shards;
 mod sim_truth;
 mod sim_wire;
 mod sweep_cli;
