@@ -182,24 +182,16 @@ fn search(args: &SearchArgs) -> Done {
     Ok(Exit::of_study(result.interrupted, invalid, none))
 }
 
+/// `ringbench merge DIR...`: one run again from its shards' records.
 fn merge(args: &MergeArgs) -> Done {
-    let exports = match cli::parse::exports_of(args.export.as_deref()) {
-        Ok(e) => e,
-        Err(e) => return usage(e),
-    };
-    let opts = ringbench::report::MergeOptions {
-        allow_incomplete: args.allow_incomplete,
-    };
+    let exports = cli::parse::exports_of(args.export.as_deref()).map_err(usage)?;
+    let allow_incomplete = args.allow_incomplete;
+    let opts = ringbench::report::MergeOptions { allow_incomplete };
     let summary = ringbench::report::merge(&args.dirs, &args.out, &opts)?;
     ringbench::output::write_run(&args.out, &summary, &exports)?;
     console::print_console(&summary, &mut Stdout)?;
-    if let Some(m) = summary.merge.as_ref().filter(|m| !m.complete) {
-        term::warn(Some(format!(
-            "the merged run is INCOMPLETE: shards missing {:?}, duplicated {:?} of {}",
-            m.missing, m.duplicated, m.shards
-        )));
-    }
-    writeln!(Stdout, "results written to {}", args.out.display())?;
+    term::merge_incomplete(&summary);
+    term::written_to(&args.out)?;
     Ok(summary.exit(false))
 }
 

@@ -77,9 +77,19 @@ pub fn parse_failed(e: super::ParseError) -> std::process::ExitCode {
     }
 }
 
-/// `written to PATH`.
+/// `results written to PATH`.
 pub fn written_to(path: &std::path::Path) -> io::Result<()> {
-    writeln!(Stdout, "written to {}", path.display())
+    writeln!(Stdout, "results written to {}", path.display())
+}
+
+/// `ringbench merge`: a warning when shards were missing or duplicated (`--allow-incomplete`).
+pub fn merge_incomplete(summary: &ringbench::Summary) {
+    if let Some(m) = summary.merge.as_ref().filter(|m| !m.complete) {
+        warn(Some(format!(
+            "the merged run is INCOMPLETE: shards missing {:?}, duplicated {:?} of {}",
+            m.missing, m.duplicated, m.shards
+        )));
+    }
 }
 
 /// `note: …` on stderr.

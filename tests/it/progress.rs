@@ -88,8 +88,17 @@ fn progress_lines_come_at_the_interval_off_a_terminal_and_change_nothing_else() 
 fn the_first_run_shows_a_small_models_pace_and_how_to_go_on() {
     let _g = lock();
     let out = output(&mut ringbench(["run", "--progress-interval", "4s"]));
-    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
     let stdout = &out.stdout;
+    // Run beside the other tests on two cores, the client's own lag may pass its bound: the
+    // demo then says so and exits 4, as any run would (a healthy machine gives 0).
+    let overloaded = out.status.code() == Some(4)
+        && stdout.contains("the client's own overhead made the run invalid");
+    assert!(
+        out.status.success() || overloaded,
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     assert!(stdout.contains("No --url: a 8 s demo"), "{stdout}");
     let value = |label: &str| -> f64 {
         let line = stdout
