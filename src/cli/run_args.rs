@@ -526,26 +526,36 @@ impl RunArgs {
             rx_timestamps: self.rx_timestamps,
             pacer_spin_ns: self.pacer_spin_us.0,
             max_failed_percent: self.max_failed,
-            server_metrics: ServerMetricsSpec {
-                enabled: !self.no_server_metrics,
-                urls: self.server_metrics.clone().unwrap_or_default(),
-                interval_ns: self.server_metrics_interval,
-                prometheus: self.prometheus.clone(),
-                prometheus_selector: self.prometheus_selector.clone(),
-            },
+            server_metrics: self.server_metrics_spec(),
             request_id: !self.no_request_id,
             run_id: self.run_id.clone(),
             vllm_result,
             args: self.args.clone(),
-            shard: super::parse::shard_of(
-                self.shard.as_deref(),
-                self.shards,
-                std::env::var(super::parse::JOB_INDEX_VAR).ok().as_deref(),
-            )?,
+            shard: self.shard()?,
             start_at_unix_ns: self.start_at,
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
+    }
+
+    /// What to scrape from the server, and how often.
+    fn server_metrics_spec(&self) -> ServerMetricsSpec {
+        ServerMetricsSpec {
+            enabled: !self.no_server_metrics,
+            urls: self.server_metrics.clone().unwrap_or_default(),
+            interval_ns: self.server_metrics_interval,
+            prometheus: self.prometheus.clone(),
+            prometheus_selector: self.prometheus_selector.clone(),
+        }
+    }
+
+    /// `--shard I/N`, or `auto` with `--shards N` and the Indexed Job's index.
+    fn shard(&self) -> Result<Option<ringbench::plan::Shard>, UsageError> {
+        super::parse::shard_of(
+            self.shard.as_deref(),
+            self.shards,
+            std::env::var(super::parse::JOB_INDEX_VAR).ok().as_deref(),
+        )
     }
 
     /// When to stop: the flags given, or 100 requests.

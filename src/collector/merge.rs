@@ -115,19 +115,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
     let mut parts_info = Vec::with_capacity(kept.len());
     for p in &kept {
         let shift = origin(&p.side) - base;
-        let own = copy_records(p, shift, info0.global_scheduled, |r| log.append(r)).map_err(
-            |e| match e {
-                CopyError::Replay(e) => MergeError::Replay(e),
-                CopyError::Records(reason) => MergeError::Records {
-                    dir: p.dir.clone(),
-                    reason,
-                },
-                CopyError::Write(source) => MergeError::Write {
-                    dir: out.to_path_buf(),
-                    source,
-                },
-            },
-        )?;
+        let own = copy_records(p, shift, info0.global_scheduled, |r| log.append(r))
+            .map_err(copy_err(&p.dir, out))?;
         add_part(&mut merged, p, shift);
         parts_info.push(part_info(p, shift, &own));
     }
@@ -158,21 +147,37 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
         missing,
         duplicated,
         origin_unix_ns: base as u64,
-        max_clock_error_us: kept
-            .iter()
-            .filter_map(|p| {
-                p.side
-                    .clock
-                    .as_ref()?
-                    .kernel
-                    .as_ref()
-                    .map(|k| k.maxerror_us)
-            })
-            .max(),
+        max_clock_error_us: kept.iter().filter_map(|p| max_error_us(p)).max(),
         parts: parts_info,
     });
     merged.write(out).map_err(write_err(out))?;
     Ok(replay::recompute(out, &Overrides::default())?)
+}
+
+/// A shard's copy failure as the merge's error: a bad record names the shard's folder, a
+/// failed write the output folder.
+fn copy_err<'a>(dir: &'a Path, out: &'a Path) -> impl FnOnce(CopyError) -> MergeError + 'a {
+    move |e| match e {
+        CopyError::Replay(e) => MergeError::Replay(e),
+        CopyError::Records(reason) => MergeError::Records {
+            dir: dir.to_path_buf(),
+            reason,
+        },
+        CopyError::Write(source) => MergeError::Write {
+            dir: out.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// The kernel's maximum clock error on a shard's host, µs, when it recorded one.
+fn max_error_us(p: &Part) -> Option<i64> {
+    p.side
+        .clock
+        .as_ref()?
+        .kernel
+        .as_ref()
+        .map(|k| k.maxerror_us)
 }
 
 fn write_err(dir: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {

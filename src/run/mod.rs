@@ -141,16 +141,7 @@ pub fn run_with(
         _ => None,
     };
     let model = endpoint::model(&ep, plan)?;
-    // The prompts are dropped as they become bytes: a trace's may take a gigabyte.
-    let prompts = std::mem::take(&mut prepared.prompts);
-    let catalog = Catalog::from_prompts(
-        plan,
-        prompts,
-        prepared.salt.take(),
-        &prepared.stats,
-        &ep.host_header,
-        &model,
-    );
+    let catalog = catalog(plan, &mut prepared, &ep, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let clock = run_clock(plan);
@@ -178,18 +169,11 @@ pub fn run_with(
         &mut scraping,
     );
     drop(pin);
+    let clock_sync = clock_sync(plan, &started, (origin_unix_ns, offset_uncertainty_ns));
     let ends = workers::join(started.handles)?;
     let scrapes = scraping.finish();
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
-    let clock_sync = ClockSync {
-        origin_unix_ns,
-        offset_uncertainty_ns,
-        schedule_start_ns: started.start_ns,
-        start_at_unix_ns: plan.start_at_unix_ns,
-        start_late_ns: started.start_late_ns,
-        kernel: crate::rt::clock::kernel_clock(),
-    };
     let mut warnings = warnings(plan, &catalog, &ends);
     warnings.extend(clock_warnings(&clock_sync));
     let facts = RunFacts {
@@ -210,6 +194,41 @@ pub fn run_with(
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
     finish(plan, collector, facts, scrapes)
+}
+
+/// The requests' bytes, made once for every worker. The prompts are dropped as they become
+/// bytes: a trace's may take a gigabyte.
+fn catalog(
+    plan: &Plan,
+    prepared: &mut crate::prepare::Prepared,
+    ep: &endpoint::Endpoint,
+    model: &str,
+) -> Catalog {
+    let prompts = std::mem::take(&mut prepared.prompts);
+    Catalog::from_prompts(
+        plan,
+        prompts,
+        prepared.salt.take(),
+        &prepared.stats,
+        &ep.host_header,
+        model,
+    )
+}
+
+/// Where this run's clock stood against the wall clock and the schedule's start.
+fn clock_sync(
+    plan: &Plan,
+    started: &workers::Started,
+    (origin_unix_ns, offset_uncertainty_ns): (u64, u64),
+) -> ClockSync {
+    ClockSync {
+        origin_unix_ns,
+        offset_uncertainty_ns,
+        schedule_start_ns: started.start_ns,
+        start_at_unix_ns: plan.start_at_unix_ns,
+        start_late_ns: started.start_late_ns,
+        kernel: crate::rt::clock::kernel_clock(),
+    }
 }
 
 /// The run clock: its origin now, or at a `--start-at` instant already past, so that the
