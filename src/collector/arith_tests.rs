@@ -99,20 +99,9 @@ fn request_b() -> Record {
     b
 }
 
-/// The same request, every stamp `by_ns` later.
+/// The same request, every stamp `by_ns` later (as `merge` moves a shard's).
 fn shifted(mut r: Record, by_ns: u64) -> Record {
-    r.intended_ns += by_ns;
-    for ns in [
-        &mut r.sent_ns,
-        &mut r.head_ns,
-        &mut r.first_token_ns,
-        &mut r.first_output_ns,
-        &mut r.last_token_ns,
-        &mut r.done_ns,
-    ] {
-        *ns = ns.map(|v| v + by_ns);
-    }
-    r.events.iter_mut().for_each(|e| e.at_ns += by_ns);
+    super::merge::shift_stamps(&mut r, i128::from(by_ns));
     r
 }
 

@@ -6,25 +6,31 @@
 /// Absolute `CLOCK_MONOTONIC` in nanoseconds (shared by every process on the host).
 #[inline]
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    read_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
 #[inline]
 pub fn thread_cpu_ns() -> u64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `CLOCK_REALTIME` (the wall clock, as NTP or PTP steer it), Unix nanoseconds: the clock of
+/// the kernel's socket timestamps too.
+pub fn realtime_ns() -> u64 {
+    read_ns(libc::CLOCK_REALTIME)
+}
+
+/// One of the clocks above, ns.
+#[inline]
+fn read_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: as above; CLOCK_THREAD_CPUTIME_ID is always available on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: `ts` is a valid, writable timespec; the callers' clocks always exist on Linux.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    (ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The run clock: `now_ns()` is nanoseconds since the run's origin.
@@ -58,29 +64,32 @@ impl RunClock {
     }
 }
 
-/// `CLOCK_REALTIME` (the wall clock, as NTP or PTP steer it), Unix nanoseconds.
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: as above; CLOCK_REALTIME always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    (ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec as u64
+/// The wall-clock instant of `clock`'s origin, Unix ns, and the uncertainty of that reading,
+/// ns (see `wall_read`).
+pub fn wall_origin(clock: &RunClock) -> (u64, u64) {
+    let (wall, mid, half) = wall_read(|| clock.now_ns());
+    (wall.saturating_sub(mid), half)
 }
 
-/// The wall-clock instant of `clock`'s origin, Unix ns, and the uncertainty of that reading,
-/// ns: the wall clock is read between two run-clock reads, and the narrowest of a few such
-/// windows is kept (half its width is the uncertainty).
-pub fn wall_origin(clock: &RunClock) -> (u64, u64) {
-    let mut best = (0, u64::MAX);
+/// `CLOCK_REALTIME − CLOCK_MONOTONIC`, ns: the kernel stamps sockets in real time, the run
+/// clock is monotonic. A clock step after the reading would shift it.
+pub fn realtime_offset_ns() -> i64 {
+    let (wall, mid, _) = wall_read(mono_ns);
+    wall as i64 - mid as i64
+}
+
+/// The wall clock read between two reads of `now`, the narrowest of a few such windows: the
+/// wall reading, the window's midpoint on `now`'s clock, and half its width (the reading's
+/// uncertainty).
+fn wall_read(now: impl Fn() -> u64) -> (u64, u64, u64) {
+    let mut best = (0, 0, u64::MAX);
     for _ in 0..8 {
-        let a = clock.now_ns();
+        let a = now();
         let wall = realtime_ns();
-        let b = clock.now_ns();
+        let b = now();
         let half = (b - a) / 2;
-        if half < best.1 {
-            best = (wall.saturating_sub(a + half), half);
+        if half < best.2 {
+            best = (wall, a + half, half);
         }
     }
     best

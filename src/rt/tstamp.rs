@@ -227,20 +227,10 @@ fn timespec_ns(ts: &libc::timespec) -> Option<u64> {
     }
 }
 
-/// `CLOCK_REALTIME` now, ns: the kernel's stamps are on this clock.
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rt::clock::realtime_ns;
     use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
 

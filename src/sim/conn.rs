@@ -608,7 +608,7 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32
 /// from skewing every later stamp; a stamp that comes out later than now (a step between
 /// the two reads) is no stamp.
 fn on_mono(stamp_rt_ns: u64, now_mono_ns: u64) -> Option<u64> {
-    let ago = crate::rt::tstamp::realtime_ns().checked_sub(stamp_rt_ns)?;
+    let ago = crate::rt::clock::realtime_ns().checked_sub(stamp_rt_ns)?;
     now_mono_ns.checked_sub(ago)
 }
 

@@ -37,7 +37,7 @@ pub struct Tally {
 impl Tally {
     pub fn new() -> Self {
         Tally {
-            realtime_offset_ns: realtime_offset_ns(),
+            realtime_offset_ns: crate::rt::clock::realtime_offset_ns(),
             delay_ns: RefCell::new(new_histogram()),
             unstamped: Cell::new(0),
             negative: Cell::new(0),
@@ -103,17 +103,6 @@ pub fn enable(fd: RawFd) -> io::Result<()> {
 /// (`CLOCK_REALTIME` ns) of the segment carrying the read's last byte: `rt::tstamp::recv`.
 pub use crate::rt::tstamp::recv;
 
-/// `CLOCK_REALTIME − CLOCK_MONOTONIC` in nanoseconds, read once per worker: the kernel
-/// stamps in real time, the run clock is monotonic. The realtime read sits between two
-/// monotonic ones, so the error is half their gap (tens of ns). A clock step during the run
-/// would shift it; a delay that comes out negative is counted, never reported as a figure.
-pub fn realtime_offset_ns() -> i64 {
-    let a = crate::rt::clock::mono_ns();
-    let rt = tstamp::realtime_ns();
-    let b = crate::rt::clock::mono_ns();
-    rt as i64 - (a / 2 + b / 2) as i64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,7 +118,7 @@ mod tests {
         let mut buf = Vec::with_capacity(64);
         let err = recv(rx.as_raw_fd(), &mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
-        let offset = realtime_offset_ns();
+        let offset = crate::rt::clock::realtime_offset_ns();
         // Linux switches RX stamping on lazily (a workqueue), so the first segments after the
         // first socket asks may come unstamped: retry until one is stamped.
         let mut stamped = None;
