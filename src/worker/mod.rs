@@ -204,11 +204,7 @@ impl Ctx {
         self.pass.wake_tail();
         if outbox.len() >= OVERFLOW_BOUND {
             drop(outbox);
-            self.flush();
-            self.link
-                .borrow_mut()
-                .push_all_waiting(&mut self.outbox.borrow_mut());
-            self.held.set(0);
+            self.flush_outbox();
         }
     }
 
@@ -237,12 +233,14 @@ impl Ctx {
         }
     }
 
-    /// The end of the run: every record onto the ring, waiting for room.
+    /// Every record onto the ring, waiting for room: at the end of the run, and when the
+    /// outbox reaches its bound (the collector is far behind: wait rather than grow).
     fn flush_outbox(&self) {
         self.flush();
         self.link
             .borrow_mut()
             .push_all_waiting(&mut self.outbox.borrow_mut());
+        self.held.set(0);
     }
 
     /// Empty event and text buffers for a record: this worker's own, recycled by the
