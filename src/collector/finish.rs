@@ -10,7 +10,7 @@ use crate::summary::{
     Achieved, Counts, Exit, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput,
     Tokens, Tool, Verdict, WorkerOverhead, SCHEMA_VERSION,
 };
-use crate::summary::{Metric, NetDelta};
+use crate::summary::{Metric, NetDelta, QueueModel};
 use std::io;
 
 const NS_PER_S: f64 = 1e9;
@@ -328,6 +328,8 @@ fn overhead(
             plan.max_lag_ms
         ));
     }
+    let workers: Vec<WorkerOverhead> = ws.iter().map(worker_overhead).collect();
+    warn_queues(&workers, warnings);
     let mut invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
     if let Some(net) = &facts.kernel_net {
         judge_kernel_net(net, &mut invalid_reasons, warnings);
@@ -352,7 +354,7 @@ fn overhead(
         bytes_per_read_mean: ratio(sum(|w| w.counts.bytes), sum(|w| w.counts.reads)),
         io_driver: facts.io_driver.clone(),
         channel_full: sum(|w| w.counts.channel_full),
-        workers: ws.iter().map(worker_overhead).collect(),
+        workers,
         sim: facts.sim.clone(),
         valid: invalid_reasons.is_empty(),
         invalid_reasons,
@@ -467,6 +469,32 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
         pacer_idle_percent: ratio(w.pacer_idle_ns, w.wall_ns).map(|r| r * 100.0),
         busy_percent: busy_percent(w),
         pacer_spin_budget_us: (w.wall_ns > 0).then(|| w.pacer_spin_budget_ns as f64 / 1e3),
+        queue: super::queue::model(w, busy_ns(w)),
+    }
+}
+
+/// A worker whose utilisation passed `QueueModel::RHO_WARN`: its queueing delay is about to
+/// grow faster than its load, before the loop lag shows it.
+fn warn_queues(workers: &[WorkerOverhead], warnings: &mut Vec<String>) {
+    for w in workers {
+        let Some(q) = w.queue.as_ref().filter(|q| q.rho > QueueModel::RHO_WARN) else {
+            continue;
+        };
+        let wait = q
+            .predicted_wait_us
+            .map_or("unbounded".to_string(), |us| format!("{us:.1} µs"));
+        let lag = q
+            .loop_lag_mean_us
+            .map_or("n/a".to_string(), |us| format!("{us:.1} µs"));
+        warnings.push(format!(
+            "worker {} (cpu {}): utilisation ρ = {:.2} is above {}: as an M/G/1 queue its mean \
+             wait grows as ρ/(1 − ρ) (predicted {wait}, loop lag mean {lag}); more --cpus, or a \
+             lower load, keeps the client's own delay out of the figures",
+            w.worker,
+            w.cpu,
+            q.rho,
+            QueueModel::RHO_WARN
+        ));
     }
 }
 

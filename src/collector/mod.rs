@@ -20,6 +20,7 @@ mod isl;
 pub mod log;
 pub mod merge;
 pub mod osl;
+mod queue;
 pub mod replay;
 #[cfg(test)]
 mod replay_tests;

@@ -332,6 +332,27 @@ fn marked(stats: &Stats, key: &str) -> String {
     format!("{}{mark}", num(stats.get(key), 2))
 }
 
+/// The busiest worker's queue model: ρ, the mean wait Pollaczek–Khinchine predicts and the
+/// loop lag measured beside it.
+fn queue(o: &crate::summary::Overhead) -> String {
+    let busiest = o
+        .workers
+        .iter()
+        .filter_map(|w| w.queue.as_ref())
+        .max_by(|a, b| a.rho.total_cmp(&b.rho));
+    let Some(q) = busiest else {
+        return "n/a".to_string();
+    };
+    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} us"));
+    format!(
+        "rho {:.2}, predicted wait {}, loop lag mean {}",
+        q.rho,
+        q.predicted_wait_us
+            .map_or("unbounded".to_string(), |v| format!("{v:.1} us")),
+        us(q.loop_lag_mean_us)
+    )
+}
+
 fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     let o = &s.overhead;
     let p50_p99 = |st: &Stats| format!("{} / {}", num(st.p50, 3), num(st.p99, 3));
@@ -368,6 +389,7 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     );
     row(out, "CPU per request (us):", per_request)?;
     row(out, "Events per read:", num(o.events_per_read_mean, 2))?;
+    row(out, "Client as M/G/1 (busiest worker):", queue(o))?;
     row(out, "Kernel drops / TCP retransmits:", kernel_net(o))?;
     row(out, "Valid:", if o.valid { "yes" } else { "NO" })?;
     for r in &o.invalid_reasons {

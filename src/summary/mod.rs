@@ -547,6 +547,44 @@ pub struct WorkerOverhead {
     /// The spin budget at the end of the run, µs (learned under `--pacer-spin-us auto`).
     #[serde(default)]
     pub pacer_spin_budget_us: Option<f64>,
+    /// The worker as the M/G/1 queue the measurement-bias literature models a client by;
+    /// `null` when it served no work item.
+    #[serde(default)]
+    pub queue: Option<QueueModel>,
+}
+
+/// One worker as an M/G/1 queue: its customers are work items (socket reads that returned
+/// data, and request sends), its server is its core. From what was measured: the arrival
+/// rate of items λ, the service time's mean E\[S\] (busy CPU time per item: `busy_percent`'s
+/// time, so the kernel's share is in it) and its coefficient of variation (from the runtime
+/// passes: each pass's busy time, first item's stamp to the pass's end, shared evenly among
+/// its items), the utilisation ρ = λ·E\[S\], and the mean queueing delay Pollaczek–Khinchine
+/// predicts, Wq = ρ·E\[S\]·(1 + c²) / (2(1 − ρ)), beside the measured loop lag. As ρ → 1, Wq
+/// grows without bound: the verdict warns past `RHO_WARN` before the lag shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueModel {
+    /// Work items per second of the worker's wall time (λ).
+    pub items_per_s: f64,
+    /// Mean service time per item, µs (E\[S\]).
+    pub service_mean_us: f64,
+    /// Coefficient of variation of the service time (c); `null` without a pass sampled.
+    pub service_cv: Option<f64>,
+    /// Utilisation λ·E\[S\], 0..1 (`busy_percent` / 100).
+    pub rho: f64,
+    /// Pollaczek–Khinchine mean queueing delay, µs; `null` when ρ ≥ 1 (unbounded).
+    pub predicted_wait_us: Option<f64>,
+    /// Measured beside it: the mean of the loop-lag probe, µs; `null` without probes.
+    pub loop_lag_mean_us: Option<f64>,
+    /// Runtime passes that served items.
+    pub passes: u64,
+    /// Items per such pass; `null` without one.
+    pub items_per_pass_mean: Option<f64>,
+}
+
+impl QueueModel {
+    /// Utilisation above which the verdict warns: Wq is then 1.17 × E\[S\] × (1 + c²) and
+    /// rises steeply (4.5 × E\[S\] × (1 + c²) at 0.9).
+    pub const RHO_WARN: f64 = 0.7;
 }
 
 impl Summary {

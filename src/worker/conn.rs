@@ -233,7 +233,9 @@ impl Conn {
         let s = &ctx.setup;
         let mut stream = self.stream.take().expect("connected before the attempt");
         self.parser.reset();
-        rec.sent_ns = Some(s.clock.now_ns());
+        let sent_ns = s.clock.now_ns();
+        rec.sent_ns = Some(sent_ns);
+        ctx.pass.sent(sent_ns);
         if first {
             s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
         }

@@ -27,7 +27,7 @@ use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
 use crate::summary::WorkerCounts;
 use lane::{Job, Lanes};
-use stats::WorkerStats;
+use stats::{QueueTally, WorkerStats};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -225,6 +225,16 @@ impl Ctx {
         self.held.set(left);
     }
 
+    /// The end of a pass: its records leave (`flush`), then its busy time — from its first
+    /// item's stamp to now — goes into the queue model's tally. One clock read per pass.
+    fn end_pass(&self, sample: pass::Sample, queue: &mut QueueTally) {
+        self.flush();
+        if let Some(began) = sample.began {
+            let busy_ns = self.setup.clock.now_ns().saturating_sub(began);
+            queue.add(busy_ns, sample.items);
+        }
+    }
+
     /// Records held back by a full ring go at the end of the next pass (called every few ms:
     /// a quiet worker has no other pass end to send them).
     fn nudge(&self) {
@@ -318,7 +328,11 @@ async fn worker_main(
     });
     let tail = {
         let ctx = ctx.clone();
-        monoio::spawn(async move { pass::tail(&ctx.pass, || ctx.flush()).await })
+        monoio::spawn(async move {
+            let mut queue = QueueTally::default();
+            pass::tail(&ctx.pass, |sample| ctx.end_pass(sample, &mut queue)).await;
+            queue
+        })
     };
     let probe = pacer::LoopLagProbe::start(ctx.clone());
     let watch = monoio::spawn(lane::watch_cancel(ctx.clone()));
@@ -329,7 +343,7 @@ async fn worker_main(
     ctx.cancel.finish();
     watch.await;
     ctx.pass.close();
-    tail.await;
+    let queue = tail.await;
     ctx.flush_outbox();
     let loop_lag = probe.stop().await;
     let c = ctx.counters.borrow();
@@ -348,6 +362,7 @@ async fn worker_main(
         pacer_passes: spun.passes,
         pacer_idle_ns: spun.idle_ns,
         pacer_spin_budget_ns: spun.budget_ns,
+        queue,
     };
     (stats, warnings)
 }

@@ -15,7 +15,7 @@
 //!   waits for the end of the pass's stamps (it goes behind every task already queued) before
 //!   parsing. Its stamp waits for the other reads' `recv` calls, never for their parsing.
 //!
-//! **The end of a pass** is one task (`tail`), woken by the first stamp or record of a pass;
+//! **The end of a pass** is one task (`tail`), woken by the first stamp, send or record of a pass;
 //! monoio queues a woken task behind every task already queued, so it runs after the lanes of
 //! the pass. It forgets the pass stamp, lets the deferred lanes parse, and hands the pass's
 //! records to the collector in one batch (see `Ctx::flush`). One extra task poll per pass.
@@ -43,19 +43,51 @@ pub struct Pass {
     due: Cell<bool>,
     /// The worker is done: the end-of-pass task returns.
     closed: Cell<bool>,
+    /// The first stamp of the pass's work (a read's or a send's), once one was taken.
+    began: Cell<Option<u64>>,
+    /// Reads and sends of the pass: its work items (`Sample`).
+    items: Cell<u32>,
+}
+
+/// One pass as the client's queue model sees it (`worker::queue`): its work items and when
+/// the first of them was stamped. `began` is `None` for a pass with no item (a record of a
+/// failure, a nudge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub began: Option<u64>,
+    pub items: u32,
 }
 
 impl Pass {
     /// The stamp of a read the driver completed: the pass's (taken now if this is the first).
     #[inline]
     pub fn completed(&self, clock: &RunClock) -> u64 {
-        if let Some(t) = self.stamp.get() {
-            return t;
-        }
-        let t = clock.now_ns();
-        self.stamp.set(Some(t));
-        self.wake_tail();
+        let t = match self.stamp.get() {
+            Some(t) => t,
+            None => {
+                let t = clock.now_ns();
+                self.stamp.set(Some(t));
+                t
+            }
+        };
+        self.item(t);
         t
+    }
+
+    /// A send stamped at `t` (its `sent_ns`): a work item of this pass.
+    #[inline]
+    pub fn sent(&self, t: u64) {
+        self.item(t);
+    }
+
+    /// One work item whose stamp is `t`; wakes the end-of-pass task, which closes the sample.
+    #[inline]
+    fn item(&self, t: u64) {
+        if self.began.get().is_none() {
+            self.began.set(Some(t));
+        }
+        self.items.set(self.items.get().saturating_add(1));
+        self.wake_tail();
     }
 
     /// The stamp of a read the lane performed itself: now, returned once every other task
@@ -69,7 +101,7 @@ impl Pass {
             }
             queued = true;
             self.deferred.borrow_mut().push(cx.waker().clone());
-            self.wake_tail();
+            self.item(t);
             Poll::Pending
         })
         .await;
@@ -112,22 +144,29 @@ impl Pass {
     }
 
     /// Ends the pass's stamps: the next completed read takes a new one, and the deferred
-    /// lanes go on (queued behind everything, in the order they read).
-    fn end(&self) {
+    /// lanes go on (queued behind everything, in the order they read). Returns the pass's
+    /// sample; the next item begins a new one.
+    fn end(&self) -> Sample {
         self.stamp.set(None);
         let mut deferred = self.deferred.borrow_mut();
         for w in deferred.drain(..) {
             w.wake();
         }
+        Sample {
+            began: self.began.take(),
+            items: self.items.replace(0),
+        }
     }
 }
 
-/// The end-of-pass task: at the end of every pass that stamped a read or emitted a record,
-/// ends the pass's stamps and runs `flush` (the record batch). Returns when `pass` is closed.
-pub async fn tail(pass: &Pass, mut flush: impl FnMut()) {
+/// The end-of-pass task: at the end of every pass that stamped a read or a send or emitted a
+/// record, ends the pass's stamps and runs `at_end` with the pass's sample (the worker hands
+/// the pass's records to the collector there and closes the sample). Returns when `pass` is
+/// closed.
+pub async fn tail(pass: &Pass, mut at_end: impl FnMut(Sample)) {
     while pass.next_end().await {
-        pass.end();
-        flush();
+        let sample = pass.end();
+        at_end(sample);
     }
 }
 
@@ -161,7 +200,7 @@ mod tests {
             let uring = crate::rt::driver::current() == Some(DriverUsed::IoUring);
             let tail_task = {
                 let pass = pass.clone();
-                monoio::spawn(async move { tail(&pass, || {}).await })
+                monoio::spawn(async move { tail(&pass, |_| {}).await })
             };
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();
@@ -220,23 +259,37 @@ mod tests {
             let clock = RunClock::start();
             let pass = Rc::new(Pass::default());
             let p = pass.clone();
-            let ends = Rc::new(Cell::new(0u32));
+            let ends = Rc::new(RefCell::new(Vec::new()));
             let e = ends.clone();
-            let tail_task = monoio::spawn(async move { tail(&p, || e.set(e.get() + 1)).await });
+            let tail_task =
+                monoio::spawn(async move { tail(&p, |s| e.borrow_mut().push(s)).await });
             let a = pass.completed(&clock);
             parse_for(&clock, 1_000);
             assert_eq!(pass.completed(&clock), a, "the same pass, the same stamp");
             // Let the end-of-pass task run.
             monoio::time::sleep(std::time::Duration::from_millis(2)).await;
-            assert_eq!(ends.get(), 1, "one end for the pass");
+            let first = Sample {
+                began: Some(a),
+                items: 2,
+            };
+            assert_eq!(
+                *ends.borrow(),
+                [first],
+                "one end for the pass, two reads in it"
+            );
             let b = pass.completed(&clock);
             assert!(b > a, "a new pass takes a new stamp");
+            pass.sent(b + 5);
             pass.close();
             tail_task.await;
+            let second = Sample {
+                began: Some(b),
+                items: 2,
+            };
             assert_eq!(
-                ends.get(),
-                2,
-                "the second pass ends before the task returns"
+                *ends.borrow(),
+                [first, second],
+                "the second pass (a read, then a send) ends before the task returns"
             );
         })
         .expect("a runtime");

@@ -52,6 +52,39 @@ pub struct WorkerStats {
     pub pacer_idle_ns: u64,
     #[serde(default)]
     pub pacer_spin_budget_ns: u64,
+    /// The runtime passes that served work items, for the client's queue model.
+    #[serde(default)]
+    pub queue: QueueTally,
+}
+
+/// The worker's runtime passes that served work items (reads and sends), as the client's
+/// M/G/1 model reads them (`summary::QueueModel`): each pass's busy time runs from the stamp
+/// of its first item to the end of the pass (the records' hand-off included), shared evenly
+/// among its items. Plain sums, so shards and workers add.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueueTally {
+    /// Passes with at least one item.
+    pub passes: u64,
+    /// Items over those passes.
+    pub items: u64,
+    /// Busy time over those passes, ns.
+    pub busy_ns: u64,
+    /// Σ busy² / items over the passes, ns² (the items' second moment × `items`).
+    pub busy_sq_per_item_ns2: f64,
+}
+
+impl QueueTally {
+    /// One pass of `items` items (none: nothing to add) busy for `busy_ns`.
+    pub fn add(&mut self, busy_ns: u64, items: u32) {
+        if items == 0 {
+            return;
+        }
+        self.passes += 1;
+        self.items += u64::from(items);
+        self.busy_ns = self.busy_ns.saturating_add(busy_ns);
+        self.busy_sq_per_item_ns2 += (busy_ns as f64) * (busy_ns as f64) / f64::from(items);
+    }
 }
 
 /// One worker's kernel → user delays: one sample per read that carried a kernel receive
@@ -103,6 +136,7 @@ impl WorkerStats {
             pacer_passes: 0,
             pacer_idle_ns: 0,
             pacer_spin_budget_ns: 0,
+            queue: QueueTally::default(),
         }
     }
 }
