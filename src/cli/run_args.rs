@@ -80,6 +80,13 @@ pub struct RunArgs {
     /// Longest the TCP connect, then the TLS handshake, may each take
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s", hide_short_help = true, help_heading = h::TARGET)]
     pub connect_timeout: u64,
+    /// Wait up to D for the server to be ready (GET /health: 200)
+    ///
+    /// GET /health, or /v1/models where /health is not served, polled twice a second with
+    /// a line every 5 s, before the run starts (vLLM takes minutes to load a model); past D
+    /// the run ends with exit 1.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::TARGET)]
+    pub wait_ready: Option<u64>,
     /// Send no x-request-id: RUN-ID-N header
     ///
     /// N is the request's arrival index; requests.jsonl keeps it and any id the server
@@ -499,6 +506,7 @@ impl RunArgs {
             io_driver: self.io_driver,
             request_timeout_ns: self.request_timeout,
             connect_timeout_ns: self.connect_timeout,
+            wait_ready_ns: self.wait_ready,
             headers: self
                 .headers
                 .iter()

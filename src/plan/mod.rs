@@ -305,6 +305,10 @@ pub struct Plan {
     /// Longest the TCP connect, and then the TLS handshake, may each take, ns; past it the
     /// request ends as `connect` (`--connect-timeout`).
     pub connect_timeout_ns: u64,
+    /// Before the run starts, wait up to this long for the server to answer
+    /// `GET /health` (else `GET /v1/models`) with 200, ns (`--wait-ready`); `None`: no wait.
+    #[serde(default)]
+    pub wait_ready_ns: Option<u64>,
     /// Sent on every request. Values of secret-looking headers are never serialized.
     #[serde(
         serialize_with = "redact_headers",
@@ -577,6 +581,7 @@ impl Plan {
             io_driver: IoDriver::Auto,
             request_timeout_ns: 600_000_000_000,
             connect_timeout_ns: 10_000_000_000,
+            wait_ready_ns: None,
             headers: vec![],
             api_key: None,
             percentiles: DEFAULT_PERCENTILES.to_vec(),

@@ -75,42 +75,147 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
 trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
 
-/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
-fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
-    let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
+/// Why a `get` failed: setting up the connection (a TLS handshake refused: a fix to name), or
+/// the exchange itself (connect, write, read).
+enum GetFailed {
+    Setup(crate::http::tls::TlsError),
+    Io(String),
+}
+
+/// `GET path` on a connection of its own (TLS for `https://`), `Connection: close`, blocking:
+/// the whole response, at most 4 MiB. Not on the hot path.
+fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
     let limit = Duration::from_nanos(plan.connect_timeout_ns);
+    let io = |e: std::io::Error| GetFailed::Io(e.to_string());
     let mut s: Box<dyn ReadWrite> = match &ep.tls {
-        Some(t) => Box::new(crate::http::tls::probe(
-            ep.addr,
-            &t.host,
-            t.config.clone(),
-            limit,
-        )?),
+        Some(t) => Box::new(
+            crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)
+                .map_err(GetFailed::Setup)?,
+        ),
         None => {
-            let s = TcpStream::connect_timeout(&ep.addr, limit).map_err(|e| fail(e.to_string()))?;
+            let s = TcpStream::connect_timeout(&ep.addr, limit).map_err(io)?;
             let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
             Box::new(s)
         }
     };
     let mut req = format!(
-        "GET /v1/models HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
         ep.host_header
     );
     if let Some(key) = &plan.api_key {
         req.push_str(&format!("Authorization: Bearer {key}\r\n"));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes())
-        .map_err(|e| fail(e.to_string()))?;
+    s.write_all(req.as_bytes()).map_err(io)?;
     let mut resp = Vec::new();
     match s.take(4 << 20).read_to_end(&mut resp) {
         // A TLS server that closes without close_notify (as the simulator and many do) after
-        // a complete answer is not an error here: the body is parsed below.
+        // a complete answer is not an error here.
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !resp.is_empty() => {}
-        Err(e) => return Err(fail(e.to_string())),
+        Err(e) => return Err(io(e)),
         Ok(_) => {}
     }
+    Ok(resp)
+}
+
+/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
+fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
+    let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
+    let resp = match get(ep, plan, "/v1/models") {
+        Ok(r) => r,
+        Err(GetFailed::Setup(e)) => return Err(e.into()),
+        Err(GetFailed::Io(why)) => return Err(fail(why)),
+    };
     model_from_response(&resp).ok_or_else(|| fail("no model id in the response".into()))
+}
+
+/// How often `wait_ready` asks, and how often it says it is still waiting.
+const READY_POLL: Duration = Duration::from_millis(500);
+const READY_NOTE_EVERY: Duration = Duration::from_secs(5);
+
+/// `--wait-ready`: asks `GET /health`, and where that is not served (404, 405) `GET
+/// /v1/models`, every `READY_POLL` until one answers 200, for at most `limit_ns`; a line to
+/// `note` every `READY_NOTE_EVERY` while it waits. Refused connections, resets and other
+/// statuses (503 while a model loads) are "not yet".
+pub(super) fn wait_ready(
+    ep: &Endpoint,
+    plan: &Plan,
+    limit_ns: u64,
+    interrupt: &std::sync::atomic::AtomicBool,
+    note: &mut dyn FnMut(&str),
+) -> Result<(), RunError> {
+    let start = std::time::Instant::now();
+    let limit = Duration::from_nanos(limit_ns);
+    let mut next_note = READY_NOTE_EVERY;
+    let mut last;
+    loop {
+        last = match ask_ready(ep, plan) {
+            Ok(()) => {
+                if start.elapsed() >= READY_POLL {
+                    note(&format!(
+                        "{} is ready after {:.1} s",
+                        ep.base_url,
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+                return Ok(());
+            }
+            Err(why) => why,
+        };
+        let waited = start.elapsed();
+        let interrupted = interrupt.load(std::sync::atomic::Ordering::Relaxed);
+        if waited >= limit || interrupted {
+            return Err(RunError::NotReady {
+                url: ep.base_url.clone(),
+                waited_s: waited.as_secs_f64(),
+                last: if interrupted {
+                    format!("{last} (interrupted while waiting)")
+                } else {
+                    last
+                },
+            });
+        }
+        if waited >= next_note {
+            note(&format!(
+                "waiting for {} to be ready: {last} ({:.0} s of {:.0} s, --wait-ready)",
+                ep.base_url,
+                waited.as_secs_f64(),
+                limit.as_secs_f64()
+            ));
+            next_note += READY_NOTE_EVERY;
+        }
+        std::thread::sleep(READY_POLL.min(limit.saturating_sub(waited)));
+    }
+}
+
+/// One round of `wait_ready`: `Ok` on a 200 from `/health`, or from `/v1/models` where
+/// `/health` is not served; else what the server said, for the message.
+fn ask_ready(ep: &Endpoint, plan: &Plan) -> Result<(), String> {
+    let status = |path: &str| -> Result<u16, String> {
+        match get(ep, plan, path) {
+            Ok(resp) => status_of(&resp).ok_or_else(|| format!("GET {path}: no HTTP status")),
+            Err(GetFailed::Setup(e)) => Err(format!("GET {path}: {e}")),
+            Err(GetFailed::Io(why)) => Err(format!("GET {path}: {why}")),
+        }
+    };
+    match status("/health")? {
+        200 => Ok(()),
+        404 | 405 => match status("/v1/models")? {
+            200 => Ok(()),
+            code => Err(format!("GET /v1/models: {code}")),
+        },
+        code => Err(format!("GET /health: {code}")),
+    }
+}
+
+/// The status code of a response's head.
+fn status_of(resp: &[u8]) -> Option<u16> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut r = httparse::Response::new(&mut headers);
+    match r.parse(resp) {
+        Ok(_) => r.code,
+        Err(_) => None,
+    }
 }
 
 fn model_from_response(resp: &[u8]) -> Option<String> {
@@ -154,6 +259,20 @@ pub(super) fn model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_status_and_the_base_path_are_read() {
+        assert_eq!(
+            super::status_of(b"HTTP/1.1 503 Service Unavailable\r\n\r\n"),
+            Some(503)
+        );
+        assert_eq!(
+            super::status_of(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"),
+            Some(200)
+        );
+        assert_eq!(super::status_of(b"garbage"), None);
+        assert_eq!(super::status_of(b""), None);
+    }
+
     #[test]
     fn model_is_read_from_a_models_listing() {
         let resp = b"HTTP/1.1 200 OK\r\ncontent-length: 60\r\n\r\n{\"object\":\"list\",\"data\":[{\"id\":\"tiny-llama\",\"object\":\"model\"}]}";

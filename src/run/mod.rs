@@ -46,6 +46,21 @@ pub enum RunError {
     /// No `--model` was given and `GET /v1/models` did not name one: the base URL and why.
     #[error("could not ask {0}/v1/models for a model name: {1} (give one with --model)")]
     Model(String, String),
+    /// `--wait-ready`: the server did not answer 200 in time (or the run was interrupted
+    /// while waiting): the base URL, the wait in seconds, and its last answer.
+    #[error(
+        "{url} did not answer GET /health or /v1/models with 200 within {waited_s:.0} s \
+         (--wait-ready): the last answer was {last}; give the server longer with a larger \
+         --wait-ready, or check --url"
+    )]
+    NotReady {
+        /// The base URL waited for.
+        url: String,
+        /// How long it waited, s.
+        waited_s: f64,
+        /// The last answer (a status, or why there was none).
+        last: String,
+    },
     /// `--io-driver uring` on a kernel that refuses io_uring.
     #[error("--io-driver uring: the kernel refuses io_uring here (use --io-driver epoll or auto)")]
     UringRefused,
@@ -132,6 +147,9 @@ pub fn run_with(
     observer.on_prepared(plan, &prepared.stats);
     let started_at = crate::rt::clock::rfc3339_now();
     let ep = endpoint::resolve(plan)?;
+    if let Some(limit_ns) = plan.wait_ready_ns {
+        endpoint::wait_ready(&ep, plan, limit_ns, interrupt, &mut |n| observer.on_note(n))?;
+    }
     // Held until the run returns; the kernel releases it on any other exit.
     let _lock = match &plan.target {
         Some(t) if !plan.allow_concurrent => Some(lock::acquire(

@@ -42,4 +42,5 @@ mod sim_wire;
 mod sweep_cli;
 mod sweep_search;
 mod tls;
+mod wait_ready;
 mod workload;
