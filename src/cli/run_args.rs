@@ -273,6 +273,12 @@ pub struct RunArgs {
     /// The workers' I/O driver: auto, uring or epoll
     #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value = "auto", help_heading = h::OVERHEAD)]
     pub io_driver: IoDriver,
+    /// A chunk gap above D is a stall (bare: ms)
+    ///
+    /// A reading-speed budget: the `stalls` block gives the share of chunk gaps above it and
+    /// how many requests had one. 250 ms is 4 tokens/s.
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "250ms", help_heading = h::OUTPUT)]
+    pub stall_ms: f64,
     /// Scheduling-lag p99 above D: run invalid (bare: ms)
     #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "1ms", help_heading = h::OVERHEAD)]
     pub max_lag: f64,
@@ -523,6 +529,7 @@ impl RunArgs {
                 .map(|s| parse_slo(s))
                 .collect::<Result<_, _>>()?,
             max_lag_ms: self.max_lag,
+            stall_ms: self.stall_ms,
             out_dir: self.out.clone(),
             progress: !self.quiet,
             grace_ns: self.grace,

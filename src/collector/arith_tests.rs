@@ -632,11 +632,13 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "workload",
         "verdict",
         "server",
+        "stalls",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
     for k in [
         "ttft",
+        "ttst",
         "ttfo",
         "ttfb",
         "tpot",

@@ -99,6 +99,7 @@ impl Collector {
             workload: facts.workload.clone(),
             verdict,
             server: None,
+            stalls: m.stalls.summary(),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,

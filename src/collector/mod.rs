@@ -27,6 +27,7 @@ mod replay_tests;
 pub mod series;
 pub(crate) mod settings;
 pub mod sidecar;
+mod stalls;
 pub mod tokens;
 
 pub use dist::{new_histogram, Dist};
@@ -130,6 +131,7 @@ struct Dists {
 pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
     let value = match m {
         Metric::Ttft => rec.ttft_ns(),
+        Metric::Ttst => rec.ttst_ns(),
         Metric::Ttfo => rec.ttfo_ns(),
         Metric::Ttfb => rec.ttfb_ns(),
         Metric::Tpot => rec.tpot_ns(),
@@ -202,6 +204,8 @@ struct Measured {
     series: series::Series,
     /// Successful requests whose server OSL differs from the `max_tokens` asked for.
     osl_mismatch: u64,
+    /// Chunk gaps above `--stall-ms` (streamed runs).
+    stalls: stalls::StallTally,
 }
 
 /// The collector thread's state: every figure of the summary as it accumulates (bounded
@@ -249,6 +253,7 @@ impl Collector {
 
     /// A collector with no log, fed from a `requests.jsonl` by `ringbench report`.
     pub fn from_settings(settings: Settings) -> Self {
+        let stall_ns = settings.stall_ns;
         Collector {
             stream: settings.stream,
             slos: settings.goodput.clone(),
@@ -262,7 +267,10 @@ impl Collector {
             live: LiveCounts::default(),
             warmup: 0,
             warmup_by: Default::default(),
-            m: Measured::default(),
+            m: Measured {
+                stalls: stalls::StallTally::new(stall_ns),
+                ..Measured::default()
+            },
         }
     }
 
@@ -402,6 +410,9 @@ impl Measured {
         }
         if !stamps_in_order(rec) {
             self.bad_stamps += 1;
+        }
+        if stream {
+            self.stalls.add(rec);
         }
         for m in Metric::ALL {
             if stream || !m.streaming_only() {

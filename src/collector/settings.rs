@@ -16,6 +16,8 @@ pub struct Settings {
     pub target_rate: Option<f64>,
     pub target_concurrency: Option<u32>,
     pub max_lag_ms: f64,
+    /// `--stall-ms`, in ns: a chunk gap above it is a stall.
+    pub stall_ns: u64,
     /// `max_tokens` asked of every request, when the plan fixes one (the OSL check).
     pub output_tokens: Option<u32>,
     /// `--max-failed`: the failure share (percent of measured sent) that fails the gate.
@@ -39,6 +41,7 @@ impl Settings {
             target_rate: plan.target_rate(),
             target_concurrency: plan.target_concurrency(),
             max_lag_ms: plan.max_lag_ms,
+            stall_ns: (plan.stall_ms * 1e6) as u64,
             output_tokens: plan.fixed_output_tokens(),
             max_failed_percent: plan.max_failed_percent,
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,

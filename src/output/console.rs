@@ -284,9 +284,22 @@ fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
         );
         row(out, &format!("{name}:"), v)?;
     }
+    if let Some(st) = &s.stalls {
+        let v = format!(
+            "{} of gaps, {} of requests (most {})",
+            pct(st.gaps_above_percent),
+            pct(Some(st.requests_with_stall_percent)),
+            st.per_request_max
+        );
+        row(out, &format!("Stalls > {} ms:", st.stall_ms), v)?;
+    }
     Ok(shown
         .iter()
         .any(|(_, st)| st.is_small("p50") || st.is_small("p99")))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("n/a".to_string(), |v| format!("{v:.2}%"))
 }
 
 /// The configured percentiles (p50 is shown as the median), or the fixed ones by default.

@@ -325,6 +325,10 @@ pub struct Plan {
     pub goodput: Vec<Slo>,
     /// Scheduling-lag p99 above this marks the run invalid (ms).
     pub max_lag_ms: f64,
+    /// A chunk gap above this is a stall, ms (`--stall-ms`): the summary's `stalls` block
+    /// counts them. A reading-speed budget: 250 ms is 4 tokens/s.
+    #[serde(default = "default_stall_ms")]
+    pub stall_ms: f64,
     /// Where `summary.json`, `requests.jsonl` and the exports are written (`--out`); `None`: no
     /// files.
     pub out_dir: Option<PathBuf>,
@@ -460,6 +464,14 @@ impl Default for ServerMetricsSpec {
 /// What a secret's value is written as.
 pub const REDACTED: &str = "<redacted>";
 
+/// `--stall-ms`'s default: a gap of 250 ms between chunks is slower than 4 tokens/s, below
+/// a reader's pace.
+pub const DEFAULT_STALL_MS: f64 = 250.0;
+
+fn default_stall_ms() -> f64 {
+    DEFAULT_STALL_MS
+}
+
 impl Plan {
     /// The run id requests carry, when they carry ours: `request_id` on, a run id resolved,
     /// and no `--header` of the same name (the user's wins).
@@ -587,6 +599,7 @@ impl Plan {
             percentiles: DEFAULT_PERCENTILES.to_vec(),
             goodput: vec![],
             max_lag_ms: 1.0,
+            stall_ms: DEFAULT_STALL_MS,
             out_dir: None,
             progress: false,
             grace_ns: 5_000_000_000,

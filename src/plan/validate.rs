@@ -404,6 +404,9 @@ impl Plan {
         if !(self.max_lag_ms.is_finite() && self.max_lag_ms > 0.0) {
             return bad("--max-lag: must be a number of ms above 0");
         }
+        if !(self.stall_ms.is_finite() && self.stall_ms > 0.0) {
+            return bad("--stall-ms: must be a number of ms above 0 (e.g. 250)");
+        }
         if let Some(ns) = self.pacer_spin_ns.filter(|&ns| ns > super::MAX_SPIN_NS) {
             return bad(format!(
                 "--pacer-spin-us {}: at most {} µs (or auto)",

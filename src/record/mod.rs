@@ -445,6 +445,20 @@ impl Record {
         Some(self.first_token_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// TTST: the token-bearing event at which the request's tokens reach two − send (the
+    /// first event's own stamp when it carried two or more); `None` with fewer than two
+    /// tokens or no send.
+    pub fn ttst_ns(&self) -> Option<u64> {
+        let sent = self.sent_ns?;
+        let mut tokens = 0u64;
+        self.token_events()
+            .find(|e| {
+                tokens += u64::from(e.tokens);
+                tokens >= 2
+            })
+            .map(|e| e.at_ns.saturating_sub(sent))
+    }
+
     /// TTFO: first non-reasoning output event − send; `None` when either is missing.
     pub fn ttfo_ns(&self) -> Option<u64> {
         Some(self.first_output_ns?.saturating_sub(self.sent_ns?))
@@ -511,6 +525,40 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ttst_is_the_event_that_brings_the_second_token() {
+        let mut r = Record {
+            sent_ns: Some(100),
+            ..Default::default()
+        };
+        r.events = vec![tok(1_000)];
+        assert_eq!(r.ttst_ns(), None, "one token: no second");
+        r.events = vec![
+            EventStamp {
+                tokens: 0,
+                ..tok(500)
+            },
+            tok(1_000),
+            tok(1_700),
+            tok(2_000),
+        ];
+        assert_eq!(r.ttst_ns(), Some(1_600), "role-only event skipped");
+        r.events = vec![
+            EventStamp {
+                tokens: 3,
+                ..tok(1_000)
+            },
+            tok(2_000),
+        ];
+        assert_eq!(
+            r.ttst_ns(),
+            Some(900),
+            "a first event of three tokens holds the second"
+        );
+        r.sent_ns = None;
+        assert_eq!(r.ttst_ns(), None);
+    }
 
     fn tok(at_ns: u64) -> EventStamp {
         EventStamp {

@@ -86,6 +86,9 @@ macro_rules! metrics {
 metrics! {
     /// Time to first token: first token-bearing event − send.
     Ttft ttft "TTFT" "Time to First Token" STREAM | BLOCK | HLOG | PLOT | CURVE | SLO;
+    /// Time to second token: the event that brought the request's second token − send (the
+    /// first event's, when it carried two or more).
+    Ttst ttst "TTST" "Time to Second Token" STREAM | ROW | SLO;
     /// Time to first non-reasoning output (differs from TTFT for reasoning models).
     Ttfo ttfo "TTFO" "TTFO (first non-reasoning output)" STREAM | ROW | SLO;
     /// Time to the response head.
@@ -178,10 +181,11 @@ mod tests {
         assert_eq!(keys(BLOCK), ["ttft", "tpot", "itl", "e2e"]);
         assert_eq!(keys(HLOG), ["ttft", "tpot", "itl", "e2e"]);
         assert_eq!(keys(CURVE), ["ttft", "itl", "e2e"]);
-        assert_eq!(Metric::with(SLO).count(), 10);
+        assert_eq!(Metric::with(SLO).count(), 11);
         assert_eq!(
             keys(ROW),
             [
+                "ttst",
                 "ttfo",
                 "ttfb",
                 "ntpot",
@@ -200,6 +204,7 @@ mod tests {
             stream,
             [
                 "ttft",
+                "ttst",
                 "ttfo",
                 "tpot",
                 "itl",

@@ -166,6 +166,10 @@ pub struct Summary {
     /// `null` when they were not scraped.
     #[serde(default)]
     pub server: Option<server::ServerSummary>,
+    /// Chunk gaps above `--stall-ms` (a reading-speed budget); `null` for `--no-stream` or
+    /// without a measured success.
+    #[serde(default)]
+    pub stalls: Option<Stalls>,
     /// Which part of a run spread over hosts this is (`--shard I/N`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardInfo>,
@@ -551,6 +555,31 @@ pub struct WorkerOverhead {
     /// `null` when it served no work item.
     #[serde(default)]
     pub queue: Option<QueueModel>,
+}
+
+/// Stalls against a reading-speed budget (`summary.json`'s `stalls`): of the chunk gaps of
+/// measured successful streamed requests (the ITL samples), those above `--stall-ms`, and
+/// the requests that had at least one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stalls {
+    /// The bound, ms (`--stall-ms`).
+    pub stall_ms: f64,
+    /// Chunk gaps counted.
+    pub gaps: u64,
+    /// Of them, those above the bound.
+    pub gaps_above: u64,
+    /// `gaps_above` / `gaps`, percent; `null` without gaps.
+    pub gaps_above_percent: Option<f64>,
+    /// Measured successful requests.
+    pub requests: u64,
+    /// Of them, those with at least one stall.
+    pub requests_with_stall: u64,
+    /// `requests_with_stall` / `requests`, percent.
+    pub requests_with_stall_percent: f64,
+    /// Stalls per request: mean and most.
+    pub per_request_mean: f64,
+    /// The most stalls one request had.
+    pub per_request_max: u64,
 }
 
 /// One worker as an M/G/1 queue: its customers are work items (socket reads that returned
