@@ -84,7 +84,7 @@ pub struct ManifestArgs {
 }
 
 /// Run flags the manifest sets itself, with what to do instead.
-const SET_HERE: [(&str, &str); 6] = [
+const SET_HERE: [(&str, &str); 7] = [
     (
         "shard",
         "every pod gets --shard auto; give --shards N before the run flags",
@@ -100,6 +100,10 @@ const SET_HERE: [(&str, &str); 6] = [
     (
         "out",
         "every pod writes to /results/NAME/shard-I; name a volume with --k8s-volume-claim",
+    ),
+    (
+        "artifact_dir",
+        "every pod writes to /results/NAME/shard-I (AIPerf's spelling of --out)",
     ),
     (
         "cpus",
@@ -132,6 +136,14 @@ pub fn manifest(args: &ManifestArgs, now_unix_ns: u64) -> Result<String, UsageEr
         pod_args.extend(["--seed".into(), seed.to_string()]);
     }
     pod_args.extend(["--cpus".into(), "auto".into(), "--out".into(), out]);
+    pod_args.extend(args.run.iter().cloned());
+    // The whole line as a pod's `ringbench` reads it (a rule between the manifest's flags
+    // and the user's, like --self-check's conflicts, is a usage error here, not in N pods).
+    let argv = std::iter::once("ringbench".to_string()).chain(pod_args.iter().cloned());
+    Cli::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| UsageError(format!("the pods' run: {}", first_line(&e.to_string()))))?;
+    pod_args.truncate(pod_args.len() - args.run.len());
     // Kubernetes expands $(VAR) in args and reads $$ as $: doubled, a `$` reaches the run.
     pod_args.extend(args.run.iter().map(|a| a.replace('$', "$$")));
     let mut text = job_comment(args, &start_at);
@@ -710,6 +722,10 @@ mod tests {
             (&["--url", "http://h:1", "--start-at", "0"], "--start-at"),
             (&["--url", "http://h:1", "--api-key", "sk-1"], "--api-key"),
             (&["--url", "http://h:1", "--config", "a.toml"], "--config"),
+            (
+                &["--url", "http://h:1", "--artifact-dir", "a"],
+                "--artifact-dir",
+            ),
             (&["--request-rate", "fast"], "--request-rate"),
         ] {
             let e = try_(extra).unwrap_err();
