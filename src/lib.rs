@@ -72,8 +72,10 @@ pub use summary::{Exit, Summary};
 /// Facts about this machine that the defaults are made of, and the process limits a run
 /// raises.
 pub mod host {
-    pub use crate::rt::clock::{mono_ns, rfc3339_now};
-    pub use crate::rt::cpu::{default_sim_cpus, default_worker_cpus, online_cpus};
+    pub use crate::rt::clock::{mono_ns, rfc3339, rfc3339_now};
+    pub use crate::rt::cpu::{
+        auto_worker_cpus, default_sim_cpus, default_worker_cpus, online_cpus,
+    };
     pub use crate::rt::driver::uring_available;
     pub use crate::rt::fd::raise_fd_limit;
 }

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search(&args),
         Command::Compare(args) => compare(&args),
         Command::Merge(args) => merge(&args),
+        Command::K8s(args) => k8s(&args),
     };
     let exit = result.unwrap_or_else(|e| {
         term::error(format_args!("{e:#}"));
@@ -193,6 +194,15 @@ fn merge(args: &MergeArgs) -> Done {
     term::merge_incomplete(&summary);
     term::written_to(&args.out)?;
     Ok(summary.exit(false))
+}
+
+/// `ringbench k8s manifest`: the Indexed Job's YAML on stdout.
+fn k8s(args: &cli::k8s::K8sArgs) -> Done {
+    let cli::k8s::K8sCommand::Manifest(m) = &args.command;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    let yaml = cli::k8s::manifest(m, now.as_nanos() as u64).map_err(usage)?;
+    write!(Stdout, "{yaml}")?;
+    Ok(Exit::Ok)
 }
 
 fn compare(args: &CompareArgs) -> Done {

@@ -10,10 +10,12 @@
 //! - `run_args`: `run`'s flags → `Plan` (then `Plan::validate`);
 //! - `workload_args`: the workload flags → `WorkloadSpec`, `--trace` → the load;
 //! - `sim_args`: the simulator's flags, one list for `sim` and `run --sim-*`;
-//! - `study_args`: `sweep`, `search` and `compare`.
+//! - `study_args`: `sweep`, `search` and `compare`;
+//! - `k8s`: `k8s manifest`, a run's flags made into a Kubernetes Indexed Job.
 
 pub mod compat;
 pub mod config;
+pub mod k8s;
 pub mod parse;
 pub mod run_args;
 pub mod sim_args;
@@ -75,6 +77,8 @@ pub enum Command {
     /// missing); 1 when the folders are not the shards of one run, or shards are missing or
     /// duplicated (without --allow-incomplete).
     Merge(MergeArgs),
+    /// Kubernetes: `k8s manifest --shards N [run flags]` prints an Indexed Job of N shards.
+    K8s(k8s::K8sArgs),
 }
 
 #[derive(Debug, Args)]

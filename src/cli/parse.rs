@@ -120,13 +120,16 @@ pub fn parse_cpus(flag: &str, s: &str, online: &[usize]) -> Result<Vec<usize>, U
 }
 
 /// `--cpus` and `--sim-cpus`: the workers' CPUs and the simulator's, each by the one default
-/// rule (`ringbench::host::default_sim_cpus`) where not given.
+/// rule (`ringbench::host::default_sim_cpus`) where not given. `--cpus auto`: every CPU this
+/// process may run on but one (`ringbench::host::auto_worker_cpus`; the pod's cpuset in a
+/// container).
 pub fn cpus_of(
     workers: Option<&str>,
     sim: Option<&str>,
 ) -> Result<(Vec<usize>, Vec<usize>), UsageError> {
     let online = ringbench::host::online_cpus();
     let workers = match workers {
+        Some(s) if s.trim() == "auto" => ringbench::host::auto_worker_cpus(&online),
         Some(s) => parse_cpus("--cpus", s, &online)?,
         None => ringbench::host::default_worker_cpus(&online),
     };
@@ -259,6 +262,36 @@ mod tests {
             let e = parse_cpus("--cpus", bad, &online).unwrap_err().0;
             assert!(e.starts_with("--cpus"), "{bad}: {e}");
         }
+    }
+
+    /// `--cpus auto` reads the process's affinity mask (a container's cpuset): the kernel's
+    /// own list of it, `Cpus_allowed_list` in /proc/self/status, read here independently of
+    /// `sched_getaffinity`, gives the same CPUs, all but the last (left to the collector).
+    #[test]
+    fn cpus_auto_is_the_affinity_mask_but_one() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list in /proc/self/status")
+            .trim();
+        let allowed = parse_cpus("--cpus", list, &(0..=MAX_CPU).collect::<Vec<_>>()).unwrap();
+        let (workers, sim) = cpus_of(Some("auto"), None).unwrap();
+        let (manual, _) = cpus_of(Some(list), None).unwrap();
+        assert_eq!(manual, allowed);
+        if allowed.len() == 1 {
+            assert_eq!(workers, allowed);
+        } else {
+            assert_eq!(workers, allowed[..allowed.len() - 1]);
+            assert_eq!(
+                sim,
+                [*allowed.last().unwrap()],
+                "the spare CPU is not a worker's"
+            );
+        }
+        assert!(cpus_of(Some(" auto "), None).is_ok());
+        let e = cpus_of(Some("automatic"), None).unwrap_err().0;
+        assert!(e.starts_with("--cpus 'automatic'"), "{e}");
     }
 
     #[test]

@@ -267,8 +267,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "SEL", hide_short_help = true, help_heading = h::SERVER)]
     pub prometheus_selector: Option<String>,
 
-    /// Workers' CPUs, one worker each, like 0,1 or 0-3 [default: the first]
-    #[arg(long, value_name = "LIST", help_heading = h::OVERHEAD)]
+    /// Workers' CPUs, one worker each: 0,1 or 0-3 or auto [default: the first]
+    ///
+    /// auto: every CPU this process may run on (its affinity mask: in a container, the
+    /// cpuset, as a Kubernetes pod with integer CPUs gets under the static CPU manager) but
+    /// one, left to the collector thread; one CPU: one worker on it.
+    #[arg(long, value_name = "LIST|auto", help_heading = h::OVERHEAD)]
     pub cpus: Option<String>,
     /// The workers' I/O driver: auto, uring or epoll
     #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value = "auto", help_heading = h::OVERHEAD)]

@@ -168,7 +168,8 @@ pub fn rfc3339_now() -> String {
     rfc3339(secs)
 }
 
-pub(crate) fn rfc3339(unix_s: u64) -> String {
+/// A Unix time in seconds as RFC 3339 UTC (`2026-11-29T15:18:21Z`).
+pub fn rfc3339(unix_s: u64) -> String {
     let (days, rem) = (unix_s / 86_400, unix_s % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
     format!(

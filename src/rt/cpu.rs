@@ -15,6 +15,19 @@ pub fn default_worker_cpus(online: &[usize]) -> Vec<usize> {
     vec![online.first().copied().unwrap_or(0)]
 }
 
+/// `--cpus auto`: every CPU this process may run on (`online`, its affinity mask, which a
+/// container's cpuset narrows: a Kubernetes pod pinned by the static CPU manager gets exactly
+/// its CPUs), one worker each, but the last when there are two or more: that one is left to
+/// the collector thread (`CollectorPin`) and the in-process simulator, so no worker shares
+/// its core. One CPU: one worker on it.
+pub fn auto_worker_cpus(online: &[usize]) -> Vec<usize> {
+    match online {
+        [] => vec![0],
+        [one] => vec![*one],
+        [workers @ .., _spare] => workers.to_vec(),
+    }
+}
+
 /// The simulator's CPUs when none are given: the first CPU the workers do not use, so its work
 /// never lands on a worker's core; on a machine with no such CPU, the last one. The one rule
 /// for `run`'s in-process simulator, `calibrate`, and `ringbench sim` (no workers: the first).
@@ -88,6 +101,19 @@ mod tests {
             "no free CPU: the last"
         );
         assert_eq!(default_sim_cpus(&[0], &[0]), vec![0]);
+        let auto = super::auto_worker_cpus(&[4, 5, 9]);
+        assert_eq!(auto, vec![4, 5], "--cpus auto: all but the last");
+        assert_eq!(
+            default_sim_cpus(&[4, 5, 9], &auto),
+            vec![9],
+            "the spare one"
+        );
+        assert_eq!(
+            super::auto_worker_cpus(&[3]),
+            vec![3],
+            "one CPU: one worker"
+        );
+        assert_eq!(super::auto_worker_cpus(&[]), vec![0]);
         assert_eq!(
             default_sim_cpus(&[0, 1], &[]),
             vec![0],

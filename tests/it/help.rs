@@ -7,12 +7,13 @@ use crate::support::common::{output, ringbench};
 use std::path::Path;
 
 /// The snapshot files and the command lines they hold the output of.
-const SNAPSHOTS: [(&str, &[&str]); 5] = [
+const SNAPSHOTS: [(&str, &[&str]); 6] = [
     ("run-h.txt", &["run", "-h"]),
     ("run-help.txt", &["run", "--help"]),
     ("sim-help.txt", &["sim", "--help"]),
     ("sweep-h.txt", &["sweep", "-h"]),
     ("calibrate-help.txt", &["calibrate", "--help"]),
+    ("k8s-manifest-help.txt", &["k8s", "manifest", "--help"]),
 ];
 
 #[test]

@@ -22,6 +22,7 @@ mod engine;
 mod faults;
 mod help;
 mod interrupt;
+mod k8s;
 mod layout;
 mod osl;
 mod outputs;
