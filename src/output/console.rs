@@ -356,13 +356,12 @@ fn queue(o: &crate::summary::Overhead) -> String {
     let Some(q) = busiest else {
         return "n/a".to_string();
     };
-    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.1} us"));
+    let us = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |v| format!("{v:.1} us"));
     format!(
         "rho {:.2}, predicted wait {}, loop lag mean {}",
         q.rho,
-        q.predicted_wait_us
-            .map_or("unbounded".to_string(), |v| format!("{v:.1} us")),
-        us(q.loop_lag_mean_us)
+        us(q.predicted_wait_us, "unbounded"),
+        us(q.loop_lag_mean_us, "n/a")
     )
 }
 

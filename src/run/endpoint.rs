@@ -147,9 +147,8 @@ pub(super) fn wait_ready(
     let start = std::time::Instant::now();
     let limit = Duration::from_nanos(limit_ns);
     let mut next_note = READY_NOTE_EVERY;
-    let mut last;
     loop {
-        last = match ask_ready(ep, plan) {
+        let last = match ask_ready(ep, plan) {
             Ok(()) => {
                 if start.elapsed() >= READY_POLL {
                     note(&format!(

@@ -2,7 +2,7 @@
 //! one that never answers 200 ends the run with exit 1 and a message naming the flag, after
 //! the wait and not long after.
 
-use crate::support::common::{cpu_pair, lock, output, ringbench};
+use crate::support::common::{cpu_pair, lock, output, ringbench, spawn_sim_on};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::Stdio;
@@ -20,7 +20,7 @@ fn a_server_that_starts_late_is_waited_for() {
     let _g = lock();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let (client_cpu, sim_cpu) = cpu_pair();
+    let (client_cpu, _) = cpu_pair();
     let started = Instant::now();
     let run = ringbench([
         "run",
@@ -40,20 +40,7 @@ fn a_server_that_starts_late_is_waited_for() {
     .expect("the run starts");
     // Nothing listens for 2 s: the run's asks are refused.
     std::thread::sleep(Duration::from_secs(2));
-    let mut sim = ringbench([
-        "sim",
-        "--port",
-        &port.to_string(),
-        "--cpus",
-        &sim_cpu.to_string(),
-    ])
-    .stdout(Stdio::piped())
-    .spawn()
-    .expect("the simulator starts");
-    let mut first = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (mut sim, _) = spawn_sim_on(port);
     let out = run.wait_with_output().unwrap();
     let _ = sim.kill();
     let _ = sim.wait();

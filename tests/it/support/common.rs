@@ -78,8 +78,14 @@ pub fn run_summary(p: &Plan) -> Value {
 /// The built binary's `ringbench sim --port 0` on the simulator's CPU (`cpu_pair`): the child
 /// and the `host:port` its first line names.
 pub fn spawn_sim() -> (Child, String) {
+    spawn_sim_on(0)
+}
+
+/// `spawn_sim` on `port` (0: one the kernel picks), once it listens.
+pub fn spawn_sim_on(port: u16) -> (Child, String) {
     let (_, sim_cpu) = cpu_pair();
-    let mut sim = ringbench(["sim", "--port", "0", "--cpus", &sim_cpu.to_string()])
+    let port = port.to_string();
+    let mut sim = ringbench(["sim", "--port", &port, "--cpus", &sim_cpu.to_string()])
         .stdout(Stdio::piped())
         .spawn()
         .expect("the simulator starts");
