@@ -18,6 +18,7 @@ pub mod config;
 pub mod k8s;
 pub mod parse;
 pub mod run_args;
+pub mod session_args;
 pub mod sim_args;
 pub mod study_args;
 pub mod term;

@@ -35,6 +35,7 @@ pub mod heading {
     pub const TLS: &str = "TLS and auth";
     pub const SIM: &str = "Simulator (no --url)";
     pub const SHARDS: &str = "Shards (one run over several hosts)";
+    pub const SESSIONS: &str = "Users: conversations and abandoned answers";
 }
 use heading as h;
 
@@ -109,7 +110,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "R", help_heading = h::LOAD)]
     pub request_rate: Option<f64>,
     /// poisson, constant or gamma [default: poisson; gamma with --burstiness]
-    #[arg(long, value_enum, value_name = "KIND", hide_possible_values = true, requires = "request_rate", help_heading = h::LOAD)]
+    #[arg(long, value_enum, value_name = "KIND", hide_possible_values = true, help_heading = h::LOAD)]
     pub arrival: Option<ArrivalArg>,
     /// Gamma shape of the arrivals: 1 is Poisson, below 1 burstier (vLLM's)
     #[arg(long, value_name = "K", help_heading = h::LOAD)]
@@ -132,6 +133,8 @@ pub struct RunArgs {
     /// Replay X times faster than recorded (gaps divided by X)
     #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace", hide_short_help = true, help_heading = h::LOAD)]
     pub replay_speedup: f64,
+    #[command(flatten)]
+    pub sessions: super::session_args::SessionFlags,
 
     /// Prompt length, tokens [default: 128]
     #[arg(long, value_name = "N", help_heading = h::WORKLOAD)]
@@ -414,8 +417,11 @@ pub const DEMO_DURATION_NS: u64 = 8_000_000_000;
 
 /// Flags (clap ids) that say where, how much or how fast: any of them, or any simulator flag,
 /// turns the demo off.
-const NOT_DEMO: [&str; 15] = [
+const NOT_DEMO: [&str; 18] = [
     "self_check",
+    "turns",
+    "users",
+    "session_rate",
     "url",
     "base_url",
     "host",
@@ -442,7 +448,10 @@ impl RunArgs {
     /// first (`compat::lower`), then ours mapped.
     pub fn to_plan(&self) -> Result<Plan, UsageError> {
         let (ours, vllm_result) = super::compat::lower(self)?;
-        ours.plan_of(vllm_result)
+        match ours.sessions.lower(&ours)? {
+            Some(lowered) => lowered.plan_of(vllm_result),
+            None => ours.plan_of(vllm_result),
+        }
     }
 
     /// `ringbench run`'s plan: `to_plan`, or the demo's when the line (and `--config`'s file)
@@ -552,6 +561,8 @@ impl RunArgs {
             args: self.args.clone(),
             shard: self.shard()?,
             start_at_unix_ns: self.start_at,
+            sessions: self.sessions.spec()?,
+            cancel: self.sessions.cancel(),
         };
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
@@ -598,6 +609,12 @@ impl RunArgs {
             return super::workload_args::trace_load_of(self);
         }
         let Some(rate) = self.request_rate else {
+            if self.arrival.is_some() {
+                return usage(
+                    "--arrival shapes an open loop: give --request-rate R with it (with \
+                     --turns: --session-rate R)",
+                );
+            }
             if self.max_concurrency.is_some() {
                 return usage(
                     "--max-concurrency caps an open loop: give --request-rate R with it (or \

@@ -633,6 +633,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "verdict",
         "server",
         "stalls",
+        "sessions",
+        "cancellations",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

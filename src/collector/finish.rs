@@ -100,6 +100,14 @@ impl Collector {
             verdict,
             server: None,
             stalls: m.stalls.summary(),
+            sessions: m
+                .sessions
+                .as_ref()
+                .map(|t| t.summary(&st.percentiles, st.target_session_rate)),
+            cancellations: m
+                .cancels
+                .as_ref()
+                .map(|t| t.summary(m.sent, &st.percentiles)),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
@@ -226,6 +234,7 @@ fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<St
         ok: m.ok,
         failed: m.failed,
         cancelled: m.cancelled,
+        cancelled_by_client: m.cancelled_by_client,
         not_sent: m.not_sent,
         warmup,
         failed_by_kind: m

@@ -113,10 +113,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
     let mut log = super::log::RequestLog::create(out).map_err(write_err(out))?;
     let mut merged = merged_sidecar(first, base, out);
     let mut parts_info = Vec::with_capacity(kept.len());
+    let mut arrivals = 0;
     for p in &kept {
         let shift = origin(&p.side) - base;
-        let own = copy_records(p, shift, info0.global_scheduled, |r| log.append(r))
+        let (own, own_arrivals) = copy_records(p, shift, info0.global_scheduled, |r| log.append(r))
             .map_err(copy_err(&p.dir, out))?;
+        arrivals += own_arrivals;
         add_part(&mut merged, p, shift);
         parts_info.push(part_info(p, shift, &own));
     }
@@ -130,12 +132,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
     }
     if missing.is_empty() && duplicated.is_empty() {
         if let Some(total) = info0.global_scheduled {
-            if merged.scheduled != total {
+            if arrivals != total {
                 return Err(MergeError::Records {
                     dir: out.to_path_buf(),
                     reason: format!(
-                        "the shards scheduled {} requests together, the run {total}",
-                        merged.scheduled
+                        "the shards scheduled {arrivals} arrivals together, the run {total}"
                     ),
                 });
             }
@@ -292,14 +293,16 @@ enum CopyError {
 }
 
 /// Streams a shard's records to `write`, each stamp moved `shift` ns later, checking that
-/// its ids are exactly its share of the global indices, once each; returns the shard's own
-/// summary (recomputed from the same records, for its overhead).
+/// its arrivals are exactly its share of the global indices, once each; returns the shard's
+/// own summary (recomputed from the same records, for its overhead) and its arrivals. An
+/// arrival is a request, or for conversations (`--turns`, sharded by session) a session:
+/// its first turn's record (sent or not) stands for it.
 fn copy_records(
     p: &Part,
     shift: i128,
     global: Option<u64>,
     mut write: impl FnMut(&Record) -> std::io::Result<()>,
-) -> Result<Summary, CopyError> {
+) -> Result<(Summary, u64), CopyError> {
     let (side, settings) =
         replay::settings(&p.dir, &Overrides::default()).map_err(CopyError::Replay)?;
     let mut own = Collector::from_settings(settings);
@@ -308,36 +311,40 @@ fn copy_records(
     let mut fault: Option<String> = None;
     let mut write_error: Option<std::io::Error> = None;
     let mut rec = Record::default();
+    let mut all = 0u64;
+    let mut copy = |r: &Record, write_error: &mut Option<std::io::Error>| {
+        rec.clone_from(r);
+        shift_stamps(&mut rec, shift);
+        if let Err(e) = write(&rec) {
+            *write_error = Some(e);
+        }
+    };
     let lines = read_records(&p.dir, |r| {
         if fault.is_some() || write_error.is_some() {
             return;
         }
         own.add(r);
-        if !p.shard.owns(r.id) || global.is_some_and(|g| r.id >= g) {
+        all += 1;
+        let (key, first) = r.turn.map_or((r.id, true), |t| (t.session, t.index == 0));
+        if !first {
+            copy(r, &mut write_error);
+            return;
+        }
+        if !p.shard.owns(key) || global.is_some_and(|g| key >= g) {
             fault = Some(format!(
                 "request {} is not shard {}'s (its ids are i mod {n} = {}{})",
-                r.id,
+                key,
                 p.shard.label(),
                 p.shard.index,
                 global.map_or(String::new(), |g| format!(", below {g}"))
             ));
             return;
         }
-        let local = (r.id / n) as usize;
-        let (word, bit) = (local / 64, 1u64 << (local % 64));
-        if seen.len() <= word {
-            seen.resize(word + 1, 0);
-        }
-        if seen[word] & bit != 0 {
-            fault = Some(format!("request {} has two records", r.id));
+        if !first_time(&mut seen, (key / n) as usize) {
+            fault = Some(format!("request {key} has two records"));
             return;
         }
-        seen[word] |= bit;
-        rec.clone_from(r);
-        shift_stamps(&mut rec, shift);
-        if let Err(e) = write(&rec) {
-            write_error = Some(e);
-        }
+        copy(r, &mut write_error);
     })
     .map_err(CopyError::Replay)?;
     if let Some(e) = write_error {
@@ -346,23 +353,33 @@ fn copy_records(
     if let Some(f) = fault {
         return Err(CopyError::Records(f));
     }
-    let records: u64 = seen.iter().map(|w| u64::from(w.count_ones())).sum();
-    if records != side.scheduled {
+    let arrivals: u64 = seen.iter().map(|w| u64::from(w.count_ones())).sum();
+    if all != side.scheduled {
         return Err(CopyError::Records(format!(
-            "{records} records for {} scheduled requests ({lines} lines): the shard's log is \
+            "{all} records for {} scheduled requests ({lines} lines): the shard's log is \
              incomplete",
             side.scheduled
         )));
     }
-    if let Some(g) = global.filter(|&g| p.shard.share(g) != side.scheduled) {
+    if let Some(g) = global.filter(|&g| p.shard.share(g) != arrivals) {
         return Err(CopyError::Records(format!(
-            "shard {} scheduled {} requests, its share of the run's {g} is {}",
+            "shard {} scheduled {arrivals} arrivals, its share of the run's {g} is {}",
             p.shard.label(),
-            side.scheduled,
             p.shard.share(g)
         )));
     }
-    Ok(own.summarize(side.facts(), side.host.clone()))
+    Ok((own.summarize(side.facts(), side.host.clone()), arrivals))
+}
+
+/// Sets bit `i` of `bits` (grown as needed); false when it was set already.
+fn first_time(bits: &mut Vec<u64>, i: usize) -> bool {
+    let (word, bit) = (i / 64, 1u64 << (i % 64));
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    let first = bits[word] & bit == 0;
+    bits[word] |= bit;
+    first
 }
 
 /// Every stamp of `r` (the server's write stamps too, which are on the run clock) moved

@@ -12,6 +12,7 @@
 
 #[cfg(test)]
 mod arith_tests;
+mod cancels;
 pub mod definitions;
 mod dist;
 mod finish;
@@ -25,6 +26,7 @@ pub mod replay;
 #[cfg(test)]
 mod replay_tests;
 pub mod series;
+mod sessions;
 pub(crate) mod settings;
 pub mod sidecar;
 mod stalls;
@@ -106,7 +108,7 @@ impl LiveCounts {
         match rec.outcome {
             Outcome::NotSent => self.not_sent += 1,
             Outcome::Ok => self.ok += 1,
-            Outcome::Cancelled => self.cancelled += 1,
+            Outcome::Cancelled | Outcome::CancelledByClient => self.cancelled += 1,
             _ => self.failed += 1,
         }
         if rec.outcome.was_sent() {
@@ -206,6 +208,11 @@ struct Measured {
     osl_mismatch: u64,
     /// Chunk gaps above `--stall-ms` (streamed runs).
     stalls: stalls::StallTally,
+    /// Conversations (`--turns`).
+    sessions: Option<sessions::SessionTally>,
+    /// Requests aborted by the client on purpose (`--cancel-rate`).
+    cancelled_by_client: u64,
+    cancels: Option<cancels::CancelTally>,
 }
 
 /// The collector thread's state: every figure of the summary as it accumulates (bounded
@@ -254,6 +261,8 @@ impl Collector {
     /// A collector with no log, fed from a `requests.jsonl` by `ringbench report`.
     pub fn from_settings(settings: Settings) -> Self {
         let stall_ns = settings.stall_ns;
+        let sessions = settings.sessions.as_ref().map(sessions::SessionTally::new);
+        let cancels = settings.cancel.map(cancels::CancelTally::new);
         Collector {
             stream: settings.stream,
             slos: settings.goodput.clone(),
@@ -269,6 +278,8 @@ impl Collector {
             warmup_by: Default::default(),
             m: Measured {
                 stalls: stalls::StallTally::new(stall_ns),
+                sessions,
+                cancels,
                 ..Measured::default()
             },
         }
@@ -340,6 +351,9 @@ impl Collector {
 
 impl Measured {
     fn add(&mut self, rec: &Record, stream: bool, slos: &[Slo], asked_osl: Option<u32>) {
+        if let Some(t) = self.sessions.as_mut() {
+            t.add(rec, stream);
+        }
         if !rec.outcome.was_sent() {
             self.not_sent += 1;
             return;
@@ -357,6 +371,13 @@ impl Measured {
                 self.add_ok(rec, stream, slos)
             }
             Outcome::Cancelled => self.cancelled += 1,
+            Outcome::CancelledByClient => {
+                self.cancelled += 1;
+                self.cancelled_by_client += 1;
+                if let Some(t) = self.cancels.as_mut() {
+                    t.add(rec);
+                }
+            }
             kind => {
                 self.failed += 1;
                 let status = if kind == Outcome::HttpStatus {

@@ -13,6 +13,8 @@ pub struct Settings {
     pub stream: bool,
     pub goodput: Vec<Slo>,
     pub percentiles: Vec<f64>,
+    /// Requests per second asked; `None` for a closed loop and for conversations (whose
+    /// schedule starts sessions: `sessions.target_session_rate`).
     pub target_rate: Option<f64>,
     pub target_concurrency: Option<u32>,
     pub max_lag_ms: f64,
@@ -22,6 +24,12 @@ pub struct Settings {
     pub output_tokens: Option<u32>,
     /// `--max-failed`: the failure share (percent of measured sent) that fails the gate.
     pub max_failed_percent: Option<f64>,
+    /// Conversations (`--turns`), whose figures the summary's `sessions` block gives.
+    pub sessions: Option<crate::plan::SessionSpec>,
+    /// Client-side cancellations (`--cancel-rate`).
+    pub cancel: Option<crate::plan::CancelSpec>,
+    /// Sessions started per second asked (`--session-rate`).
+    pub target_session_rate: Option<f64>,
     /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
     pub config: Value,
 }
@@ -38,12 +46,15 @@ impl Settings {
             stream: plan.stream,
             goodput: plan.goodput.clone(),
             percentiles: plan.percentiles.clone(),
-            target_rate: plan.target_rate(),
+            target_rate: plan.target_rate().filter(|_| plan.sessions.is_none()),
             target_concurrency: plan.target_concurrency(),
             max_lag_ms: plan.max_lag_ms,
             stall_ns: (plan.stall_ms * 1e6) as u64,
             output_tokens: plan.fixed_output_tokens(),
             max_failed_percent: plan.max_failed_percent,
+            sessions: plan.sessions.clone(),
+            cancel: plan.cancel,
+            target_session_rate: plan.target_rate().filter(|_| plan.sessions.is_some()),
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,
         })
     }

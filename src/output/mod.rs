@@ -12,6 +12,7 @@
 pub mod console;
 mod console_server;
 pub mod console_study;
+mod console_users;
 #[cfg(feature = "plot")]
 mod draw;
 pub mod export;

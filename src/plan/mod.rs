@@ -2,13 +2,17 @@
 //! it (schedule, workers, collector, report) reads only the `Plan`. A `Plan` that exists is
 //! valid; checks live in `cli`/`Plan::check`, never on the hot path.
 
+pub mod cancel;
 pub mod run_id;
+pub mod session;
 pub mod shard;
 pub mod sim;
 mod validate;
 pub mod workload;
 
+pub use cancel::{CancelAfter, CancelSpec};
 pub use run_id::RunId;
+pub use session::{SessionEnd, SessionSpec, ThinkTime};
 pub use shard::Shard;
 pub use sim::SimSettings;
 pub use validate::{selector_matchers, PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
@@ -386,6 +390,14 @@ pub struct Plan {
     /// on several hosts start together; `None`: as soon as the workers are ready.
     #[serde(default)]
     pub start_at_unix_ns: Option<u64>,
+    /// Conversations (`--turns`): the schedule's arrivals (closed loop: the users' claims)
+    /// start sessions, and `--request-count` counts sessions. `None`: independent requests.
+    #[serde(default)]
+    pub sessions: Option<SessionSpec>,
+    /// Requests the client aborts mid-answer (`--cancel-rate`, `--cancel-after`): counted as
+    /// `cancelled_by_client`, not failures. `None`: none.
+    #[serde(default)]
+    pub cancel: Option<CancelSpec>,
 }
 
 /// `--save-result`: where vLLM's result JSON goes and what of vLLM's own arguments it
@@ -618,6 +630,8 @@ impl Plan {
             args: vec![],
             shard: None,
             start_at_unix_ns: None,
+            sessions: None,
+            cancel: None,
         }
     }
 

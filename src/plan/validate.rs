@@ -9,7 +9,7 @@
 //! error at once, not minutes of building a schedule.
 
 use super::workload::LengthDist;
-use super::{bad, Arrival, Load, Plan};
+use super::{bad, Arrival, Endpoint, Load, Plan};
 
 /// Most workers (pinned CPUs) a run may ask for.
 pub const MAX_WORKERS: usize = 1024;
@@ -109,7 +109,66 @@ impl Plan {
         self.check_server_metrics()?;
         self.check_vllm_result()?;
         self.check_shard()?;
+        self.check_sessions()?;
+        self.check_cancel()?;
         self.check_cpus()
+    }
+
+    /// A share in (0, 1], and a cut that can happen.
+    fn check_cancel(&self) -> Result<(), PlanError> {
+        let Some(c) = &self.cancel else {
+            return Ok(());
+        };
+        if !(c.rate > 0.0 && c.rate <= 1.0) {
+            return bad(format!(
+                "--cancel-rate must be a share in (0, 1] (got {}): 0.3 aborts 30% of requests",
+                c.rate
+            ));
+        }
+        if c.after == (super::CancelAfter::Tokens { n: 0 }) {
+            return bad("--cancel-after tokens:N needs N of at least 1".to_string());
+        }
+        if !self.stream && matches!(c.after, super::CancelAfter::Tokens { .. }) {
+            return bad(
+                "--cancel-after tokens:N counts streamed tokens: drop --no-stream, or cut by \
+                 time (--cancel-after 500ms)"
+                    .to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Conversations need a chat endpoint (a history is messages) and a schedule of session
+    /// starts (not a trace's requests), and their draws must be ones the parser could make.
+    fn check_sessions(&self) -> Result<(), PlanError> {
+        let Some(spec) = &self.sessions else {
+            return Ok(());
+        };
+        check_dist("--turns", Some(&spec.turns))?;
+        if self.endpoint != Endpoint::Chat {
+            return bad(
+                "--turns sends each turn's history as chat messages: use --endpoint chat (the \
+                 default)"
+                    .to_string(),
+            );
+        }
+        if matches!(self.load, Load::Trace(_)) {
+            return bad(
+                "--turns and --trace both decide what is sent when: give one of them".to_string(),
+            );
+        }
+        if spec.max_context_tokens == Some(0) {
+            return bad("--max-context-tokens must be at least 1 (or leave it out)".to_string());
+        }
+        if let super::ThinkTime::Lognormal { median_ns, p99_ns } = spec.think_time {
+            if p99_ns <= median_ns || median_ns == 0 {
+                return bad(format!(
+                    "--think-time lognormal: the p99 ({p99_ns} ns) must be above the median \
+                     ({median_ns} ns), which must be above 0"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_shard(&self) -> Result<(), PlanError> {

@@ -46,6 +46,25 @@ pub struct Entry {
     pub salt: Option<Spot>,
     /// Where the head's last CRLF (the blank line) starts: `x-request-id` goes there.
     pub head_end: u32,
+    /// Where the digits of `Content-Length` are in the head, and how many.
+    pub content_length: Span,
+    /// Chat requests: where the messages array's elements are (between its `[` and `]`), for
+    /// a conversation's turn to put its history before them (`worker::session`).
+    pub messages: Option<Span>,
+}
+
+impl Entry {
+    /// Its bytes' length, before `Catalog::write` adds the request's `x-request-id`.
+    pub fn byte_len(&self) -> usize {
+        self.len as usize
+    }
+}
+
+/// A run of bytes in an entry: `[at, at + len)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub at: u32,
+    pub len: u32,
 }
 
 /// A salt's place in an entry's bytes.
@@ -146,6 +165,10 @@ impl Catalog {
                 };
                 let bytes = request_bytes(plan.endpoint, host_header, &head_extra, &body);
                 let head_len = (bytes.len() - body.len()) as u32;
+                let messages = messages_span(plan, &p, &body).map(|m| Span {
+                    at: head_len + m.at,
+                    len: m.len,
+                });
                 let spot = salt_in_body.map(|at| Spot {
                     at: head_len + at,
                     words: p.salt.map_or(0, |s| s.words),
@@ -169,6 +192,8 @@ impl Catalog {
                     output_tokens: p.max_tokens,
                     salt: spot,
                     head_end: head_len - 2,
+                    content_length: content_length_spot(&bytes, body.len()),
+                    messages,
                 }
             })
             .collect();
@@ -362,6 +387,41 @@ fn locate(plan: &Plan, model: &str, p: &Prompt, body: &[u8], at: SaltAt, pool: &
     match from {
         Some(i) if other.len() == body.len() && differ == span => i as u32,
         _ => unreachable!("a salt's bytes are plain ASCII and appear once in the body"),
+    }
+}
+
+/// Where the elements of a chat body's `messages` array are: the array serialized alone is
+/// found after its key (serde_json writes a value the same way wherever it stands).
+fn messages_span(plan: &Plan, p: &Prompt, body: &[u8]) -> Option<Span> {
+    if plan.endpoint != Endpoint::Chat {
+        return None;
+    }
+    let array = match &p.messages {
+        Some(m) => serde_json::to_vec(m).ok()?,
+        None => {
+            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": p.text }])).ok()?
+        }
+    };
+    let key = b"\"messages\":";
+    let at = body
+        .windows(key.len() + array.len())
+        .position(|w| w.starts_with(key) && &w[key.len()..] == array.as_slice())?;
+    Some(Span {
+        at: (at + key.len() + 1) as u32,
+        len: (array.len() - 2) as u32,
+    })
+}
+
+/// Where `request_bytes` wrote the body's length.
+fn content_length_spot(bytes: &[u8], body_len: usize) -> Span {
+    const KEY: &[u8] = b"\r\nContent-Length: ";
+    let at = bytes
+        .windows(KEY.len())
+        .position(|w| w == KEY)
+        .map_or(0, |i| i + KEY.len());
+    Span {
+        at: at as u32,
+        len: body_len.to_string().len() as u32,
     }
 }
 

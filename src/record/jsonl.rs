@@ -35,6 +35,11 @@
 //! - `output_source` is `usage`, `tokenizer` or `events`.
 //! - `warmup_by` says which warm-up rule excluded a record: `count` (`--warmup-requests`),
 //!   `duration` (`--warmup-duration`), `both`, or `null` for a measured one.
+//! - `turn` is `null` for an independent request; a conversation's turn (`--turns`) is
+//!   `{"session":S,"index":K,"session_start_ns":T,"think_ns":P,"end":E}`: turn K (from 0) of
+//!   session S, the session's first send at T, the pause P drawn before this turn, and on
+//!   the session's last turn why it ended (`completed`, `context`, `failed`, `run_end`; else
+//!   `null`). Lines without it (written before it existed) read as `null`.
 //! - `events` are compact arrays `[at_ns, tokens, server_ns_or_null, flags]` in arrival order,
 //!   token-bearing or not; `flags` is a bit set: 1 = carried output text, 2 = carried
 //!   reasoning text. Events sharing `at_ns` were completed by the same read. With
@@ -123,6 +128,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
         Some(name) => key_str(buf, "warmup_by", name),
         None => push(buf, ",\"warmup_by\":null"),
     }
+    turn(buf, r.turn.as_ref());
     push(buf, ",\"events\":[");
     for (i, e) in r.events.iter().enumerate() {
         if i > 0 {
@@ -131,6 +137,24 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
         event(buf, e);
     }
     push(buf, "]}\n");
+}
+
+/// `,"turn":{...}` or `,"turn":null`.
+fn turn(buf: &mut Vec<u8>, turn: Option<&super::Turn>) {
+    let Some(t) = turn else {
+        push(buf, ",\"turn\":null");
+        return;
+    };
+    push(buf, ",\"turn\":{\"session\":");
+    push_u64(buf, t.session);
+    key_u64(buf, "index", t.index.into());
+    key_u64(buf, "session_start_ns", t.session_start_ns);
+    key_u64(buf, "think_ns", t.think_ns);
+    match t.end {
+        Some(end) => key_str(buf, "end", end.name()),
+        None => push(buf, ",\"end\":null"),
+    }
+    buf.push(b'}');
 }
 
 fn event(buf: &mut Vec<u8>, e: &EventStamp) {
@@ -298,8 +322,15 @@ mod tests {
                 proptest::option::of(("[A-Za-z0-9._-]{1,23}", any::<u64>())),
                 "[!#-\\[\\]-~]{0,40}",
             ),
+            proptest::option::of((
+                any::<u64>(),
+                any::<u32>(),
+                any::<u64>(),
+                any::<u64>(),
+                proptest::option::of(0..crate::plan::SessionEnd::ALL.len()),
+            )),
         )
-            .prop_map(|(ids, kinds, st, us, c, events, rid)| Record {
+            .prop_map(|(ids, kinds, st, us, c, events, rid, turn)| Record {
                 id: ids.0,
                 request_id: rid.0.map(|(run, n)| crate::record::RequestId {
                     run: crate::record::RunId::new(&run).unwrap(),
@@ -334,6 +365,13 @@ mod tests {
                 reads: c.2,
                 bytes: c.3,
                 events_dropped: c.4,
+                turn: turn.map(|t| crate::record::Turn {
+                    session: t.0,
+                    index: t.1,
+                    session_start_ns: t.2,
+                    think_ns: t.3,
+                    end: t.4.map(|i| crate::plan::SessionEnd::ALL[i]),
+                }),
                 events,
                 text: vec![],
             })

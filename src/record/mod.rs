@@ -44,11 +44,14 @@ pub enum Outcome {
     Oversized,
     /// Any other I/O error (kept distinct so it is never mislabelled).
     Io,
+    /// Aborted by the client on purpose (`--cancel-rate`): its connection closed mid-answer,
+    /// as a browser tab closed does. Not a failure; kept out of the latency figures.
+    CancelledByClient,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Ok,
         Outcome::NotSent,
         Outcome::Cancelled,
@@ -61,6 +64,7 @@ impl Outcome {
         Outcome::ErrorEvent,
         Outcome::Oversized,
         Outcome::Io,
+        Outcome::CancelledByClient,
     ];
 
     /// Was the request handed to the kernel? (`sent = ok + failed + cancelled`)
@@ -68,9 +72,13 @@ impl Outcome {
         self != Outcome::NotSent
     }
 
-    /// Counted in `failed`: every outcome but ok, not sent and cancelled.
+    /// Counted in `failed`: every outcome but ok, not sent and cancelled (by the run's stop
+    /// or by the client on purpose).
     pub fn is_failure(self) -> bool {
-        !matches!(self, Outcome::Ok | Outcome::NotSent | Outcome::Cancelled)
+        !matches!(
+            self,
+            Outcome::Ok | Outcome::NotSent | Outcome::Cancelled | Outcome::CancelledByClient
+        )
     }
 
     /// The key under `counts.failed_by_kind`. HTTP statuses are split by code (`http_503`).
@@ -97,6 +105,7 @@ impl Outcome {
             Outcome::ErrorEvent => "error_event",
             Outcome::Oversized => "oversized",
             Outcome::Io => "io",
+            Outcome::CancelledByClient => "cancelled_by_client",
         }
     }
 }
@@ -371,6 +380,10 @@ pub struct Record {
     /// written before it existed lack it: then `warmup` alone is known.
     #[serde(default)]
     pub warmup_by: WarmupBy,
+    /// The conversation turn this request was (`--turns`); `None` for an independent request.
+    /// Logs written before it existed lack it.
+    #[serde(default)]
+    pub turn: Option<Turn>,
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
     /// The generated text, unescaped, event after event (`EventStamp::text_bytes` each), kept
@@ -378,6 +391,22 @@ pub struct Record {
     /// is never logged.
     #[serde(skip)]
     pub text: Vec<u8>,
+}
+
+/// Which turn of which conversation a request was (`--turns`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The session's index in the schedule (closed loop: its claim order).
+    pub session: u64,
+    /// 0 for the session's first turn.
+    pub index: u32,
+    /// When the session's first turn was sent: its duration ends at its last turn's `done_ns`.
+    pub session_start_ns: u64,
+    /// The pause drawn before this turn (`--think-time`; 0 for the first): its intended time
+    /// is the previous turn's `done_ns` plus this.
+    pub think_ns: u64,
+    /// On the session's last turn: why it ended. `None` on every other turn.
+    pub end: Option<crate::plan::SessionEnd>,
 }
 
 /// A finished record's buffers, emptied by the collector and sent back to the workers so

@@ -180,12 +180,23 @@ fn open_schedule(plan: &Plan) -> Option<Schedule> {
 /// How many requests the run scheduled, counted independently of the records so that
 /// `scheduled = sent + not_sent` is a real check. Open loop: the schedule's length. Closed
 /// loop: the ids the virtual users claimed within the count. A shard counts its own share.
+///
+/// Conversations (`--turns`): the schedule (or the claims) counts sessions, and a session's
+/// turns are drawn as it runs, so the requests scheduled are the turns the workers began
+/// plus one for each scheduled session never begun (its `not_sent` record).
 pub(super) fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: &Shared) -> u64 {
     let shard = plan.this_shard();
-    if let Some(s) = schedule {
-        return shard.share(s.len());
+    let arrivals = match schedule {
+        Some(s) => shard.share(s.len()),
+        None => {
+            let claimed = shared.claimed.load(std::sync::atomic::Ordering::Relaxed);
+            let total = plan.stop.request_count.map(|c| c + plan.warmup_requests);
+            total.map_or(claimed, |t| claimed.min(shard.share(t)))
+        }
+    };
+    if plan.sessions.is_none() {
+        return arrivals;
     }
-    let claimed = shared.claimed.load(std::sync::atomic::Ordering::Relaxed);
-    let total = plan.stop.request_count.map(|c| c + plan.warmup_requests);
-    total.map_or(claimed, |t| claimed.min(shard.share(t)))
+    let (sessions, turns) = shared.sessions_and_turns();
+    turns + arrivals.saturating_sub(sessions)
 }

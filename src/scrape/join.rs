@@ -22,10 +22,16 @@ pub fn server_block(
     let mut block = crate::scrape::summarize(scrapes, t0, t1, percentiles);
     latency_differences(&mut block, &summary.latency_ms);
     let tokens = &summary.tokens;
-    let client_prompt = tokens.input_total_server.unwrap_or(tokens.input_total);
+    // Requests the client aborted on purpose cost the server their prompt and what it sent.
+    let aborted = summary.cancellations.as_ref();
+    let client_prompt = tokens.input_total_server.unwrap_or(tokens.input_total)
+        + aborted.map_or(0, |c| c.input_tokens_total);
     let counts = [
         ("prompt_tokens", client_prompt),
-        ("generation_tokens", tokens.output_total),
+        (
+            "generation_tokens",
+            tokens.output_total + aborted.map_or(0, |c| c.output_tokens_total),
+        ),
     ];
     for (key, client) in counts {
         if let Some(c) = block.counters.get(key) {

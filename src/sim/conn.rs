@@ -413,7 +413,12 @@ impl Conn {
             if next == events {
                 self.push_tail(&reply, now);
             }
-            self.write_out().await?;
+            if let Err(e) = self.write_out().await {
+                if matches!(e, ConnEnd::Io(_)) {
+                    bump(&self.shared.stats.aborted_mid_stream, 1);
+                }
+                return Err(e);
+            }
             // The first write carries content (its deadline has passed); one pair of stamps
             // serves both figures when it is also the last.
             let wrote_ns = self.wrote_ns;

@@ -88,6 +88,9 @@ pub struct SimStats {
     pub queue_full: u64,
     /// Answered 400: prompt and `max_tokens` need more KV blocks than the cache has.
     pub too_large: u64,
+    /// Streams whose client closed the connection before the answer ended (a write of the
+    /// stream failed): a browser tab closed, `run --cancel-rate`. Their engine slot is freed.
+    pub aborted_mid_stream: u64,
 }
 
 /// One thread's counters.
@@ -125,6 +128,7 @@ pub(crate) struct ThreadStats {
     pub prom: ReplicaMetrics,
     /// The engine's count of requests that could never fit (written by `publish`).
     pub too_large: AtomicU64,
+    pub aborted_mid_stream: AtomicU64,
 }
 
 /// Adds one to a counter only its own thread writes.
@@ -163,6 +167,7 @@ impl ThreadStats {
         sum.kv_evictions += self.prom.kv_evictions.load(Relaxed);
         sum.queue_full += self.prom.rejected.load(Relaxed);
         sum.too_large += self.too_large.load(Relaxed);
+        sum.aborted_mid_stream += self.aborted_mid_stream.load(Relaxed);
         sum.unstamped_reads += self.unstamped_reads.load(Relaxed);
         sum.unstamped_writes += self.unstamped_writes.load(Relaxed);
     }

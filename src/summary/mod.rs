@@ -10,6 +10,7 @@
 pub mod metric;
 pub mod series;
 pub mod server;
+pub mod session;
 pub mod shard;
 pub mod study;
 pub mod workload;
@@ -179,6 +180,42 @@ pub struct Summary {
     /// The shards a merged run is made of (`ringbench merge`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<shard::MergeInfo>,
+    /// Conversations (`--turns`): how they ended and the figures per turn index; `null` for
+    /// a run of independent requests.
+    #[serde(default)]
+    pub sessions: Option<session::Sessions>,
+    /// The requests the client aborted on purpose (`--cancel-rate`) and what they had
+    /// received; `null` without `--cancel-rate`.
+    #[serde(default)]
+    pub cancellations: Option<Cancellations>,
+}
+
+/// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed
+/// browser tab does, and what they had received when cut. They are in `counts.cancelled`
+/// (and `counts.cancelled_by_client`), never in `failed` nor in the latency figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cancellations {
+    /// The share asked (`--cancel-rate`).
+    pub rate: f64,
+    /// When they were cut (`--cancel-after`: `500ms`, `tokens:N`).
+    pub after: String,
+    /// Measured requests aborted.
+    pub cancelled_by_client: u64,
+    /// Of the measured requests sent, percent.
+    pub percent_of_sent: Option<f64>,
+    /// Output tokens they had received, mean.
+    pub output_tokens_mean: Option<f64>,
+    /// Their prompt tokens, summed: work the server did for them, which
+    /// `client_minus_server` adds to the client's side.
+    pub input_tokens_total: u64,
+    /// The output tokens they received, summed (added to the client's side likewise).
+    pub output_tokens_total: u64,
+    /// Of them, those that had received a first token.
+    pub with_first_token: u64,
+    /// Their TTFT, ms (of those with a first token).
+    pub ttft_ms: Stats,
+    /// From their send to the cut, ms.
+    pub held_ms: Stats,
 }
 
 /// The program that wrote a summary (`tool` in `summary.json`).
@@ -234,8 +271,12 @@ pub struct Counts {
     pub ok: u64,
     /// Ended in a failure of any kind (see `failed_by_kind`).
     pub failed: u64,
-    /// Sent, then abandoned because the run was stopped.
+    /// Sent, then abandoned: because the run was stopped, or by the client on purpose
+    /// (`cancelled_by_client`, part of this count).
     pub cancelled: u64,
+    /// Aborted by the client on purpose (`--cancel-rate`): not failures (`cancellations`).
+    #[serde(default)]
+    pub cancelled_by_client: u64,
     /// Scheduled but never sent (the run stopped first).
     pub not_sent: u64,
     /// Warm-up records of any outcome; excluded from every other figure.

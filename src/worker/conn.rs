@@ -8,7 +8,9 @@ use super::lane::{ConnectGuard, Job};
 use super::sink::{final_outcome, resolve_osl, RecordSink, StreamState};
 use super::Ctx;
 use crate::http::{Limits, Progress, ResponseError, ResponseParser};
-use crate::record::{Outcome, Record};
+use crate::plan::CancelAfter;
+use crate::record::{Outcome, Record, WarmupBy};
+use crate::rt::timer::Timer;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use std::cell::Cell;
@@ -101,6 +103,8 @@ pub(super) struct Conn {
     /// The request being sent: its catalog entry copied, its own salt written in.
     out: Vec<u8>,
     cancel_slot: Rc<Cell<Option<Waker>>>,
+    /// Cuts requests the client aborts by time (`--cancel-after D`); made on first need.
+    cut_timer: Option<Timer>,
     /// A new lane's place in the connect gate, taken when the lane was opened and given
     /// back when its first connect ends.
     pub(super) opening: Option<ConnectGuard>,
@@ -111,21 +115,47 @@ impl Conn {
         let mut parser = ResponseParser::new(Limits::default());
         // The collector counts output tokens from the text only when there is a tokenizer;
         // otherwise the text is never copied.
-        parser.capture_text(ctx.setup.plan.workload.tokenizer.is_some());
+        // A conversation sends each reply back in its history: always copied then.
+        let plan = &ctx.setup.plan;
+        parser.capture_text(plan.workload.tokenizer.is_some() || plan.sessions.is_some());
         Conn {
             stream: None,
             parser,
             buf: Vec::with_capacity(READ_BUF_BYTES),
             out: Vec::with_capacity(ctx.setup.catalog.max_request_bytes()),
             cancel_slot: ctx.cancel.slot(),
+            cut_timer: None,
             opening: None,
         }
     }
 
     pub(super) async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
-        let s = &ctx.setup;
-        let entry = s.catalog.write(job.id, &mut self.out);
+        let input_tokens = ctx.setup.catalog.write(job.id, &mut self.out).input_tokens;
         let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
+        self.exchange_written(ctx, job, input_tokens, warmup_by)
+            .await
+    }
+
+    /// The send buffer, for a caller that writes the request itself (`session`).
+    pub(super) fn out_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// `exchange` of the request already in the send buffer (`out_mut`), of `input_tokens`
+    /// prompt tokens, under the warm-up rules `warmup_by`.
+    pub(super) async fn exchange_written(
+        &mut self,
+        ctx: &Ctx,
+        job: Job,
+        input_tokens: u32,
+        warmup_by: WarmupBy,
+    ) -> Record {
+        let s = &ctx.setup;
+        let cut = s
+            .plan
+            .cancel
+            .filter(|c| c.cancels(s.plan.seed, job.id))
+            .map(|c| c.after);
         let spare = ctx.spare();
         let mut rec = Record {
             id: job.id,
@@ -133,7 +163,7 @@ impl Conn {
             warmup: warmup_by.any(),
             warmup_by,
             intended_ns: job.intended_ns,
-            input_tokens: entry.input_tokens,
+            input_tokens,
             input_source: s.catalog.input_source,
             request_id: s.catalog.request_id(job.id),
             events: spare.events,
@@ -145,7 +175,7 @@ impl Conn {
         let limit = Duration::from_nanos(s.plan.request_timeout_ns);
         let slot = self.cancel_slot.clone();
         let ended = {
-            let work = monoio::time::timeout(limit, self.send(ctx, &mut rec));
+            let work = monoio::time::timeout(limit, self.send(ctx, &mut rec, cut));
             let cancel = ctx.cancel.wait(&slot);
             monoio::select! {
                 r = work => r.map_or(Ended::TimedOut, Ended::Done),
@@ -178,7 +208,7 @@ impl Conn {
 
     /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
     /// connection when the kept one was found closed.
-    async fn send(&mut self, ctx: &Ctx, rec: &mut Record) -> Outcome {
+    async fn send(&mut self, ctx: &Ctx, rec: &mut Record, cut: Option<CancelAfter>) -> Outcome {
         for attempt in 0..2 {
             let reused = self.stream.is_some();
             if !reused {
@@ -187,7 +217,7 @@ impl Conn {
                 }
             }
             clear_response(rec);
-            match self.attempt(ctx, rec, attempt == 0).await {
+            match self.attempt(ctx, rec, attempt == 0, cut).await {
                 Attempt::Finished(outcome) => return outcome,
                 Attempt::Stale if reused => self.stream = None,
                 Attempt::Stale => return Outcome::ResetBeforeHead,
@@ -229,16 +259,33 @@ impl Conn {
         Ok(())
     }
 
-    async fn attempt(&mut self, ctx: &Ctx, rec: &mut Record, first: bool) -> Attempt {
+    /// The next read into the connection's buffer (handed back with the result), or `None`
+    /// when the client's cut by time came first: the read went with the buffer, and a new
+    /// one is made for the next request.
+    async fn read_next(&mut self, stream: &mut Stream, cut: &Cut) -> Option<ReadResult> {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let Some(at) = cut.deadline_mono_ns else {
+            return Some(stream.read(buf).await);
+        };
+        let read = read_or_cut(stream, buf, &mut self.cut_timer, at).await;
+        if read.is_none() {
+            self.buf = Vec::with_capacity(READ_BUF_BYTES);
+        }
+        read
+    }
+
+    async fn attempt(
+        &mut self,
+        ctx: &Ctx,
+        rec: &mut Record,
+        first: bool,
+        cut: Option<CancelAfter>,
+    ) -> Attempt {
         let s = &ctx.setup;
         let mut stream = self.stream.take().expect("connected before the attempt");
         self.parser.reset();
-        let sent_ns = s.clock.now_ns();
-        rec.sent_ns = Some(sent_ns);
-        ctx.pass.sent(sent_ns);
-        if first {
-            s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
-        }
+        let sent_ns = stamp_send(ctx, rec, first);
         // The buffer comes back with the result; a write cut off (timeout, cancel) keeps it,
         // and the next request grows a new one (`Catalog::write`).
         let (res, out) = stream.write_all(std::mem::take(&mut self.out)).await;
@@ -248,10 +295,12 @@ impl Conn {
         }
         let mut got_bytes = false;
         let mut stream_state = StreamState::default();
+        let mut cut = Cut::new(cut, s.clock.origin_mono_ns() + sent_ns);
         loop {
-            let mut buf = std::mem::take(&mut self.buf);
-            buf.clear();
-            let (res, buf, kernel_rt_ns) = stream.read(buf).await;
+            // A cut by time: the connection closes as `stream` drops here.
+            let Some((res, buf, kernel_rt_ns)) = self.read_next(&mut stream, &cut).await else {
+                return Attempt::Finished(Outcome::CancelledByClient);
+            };
             self.buf = buf;
             // Stamped before any lane of this pass parses (see `pass`).
             let at_ns = match ctx.driver_reads && stream.read_by_driver() {
@@ -287,6 +336,11 @@ impl Conn {
             let events = sink.events;
             ctx.counters.borrow_mut().events += events;
             match step {
+                Ok(Progress::NeedMore) if cut.reached(rec) => {
+                    // Enough tokens arrived: the connection closes as `stream` drops here.
+                    rec.done_ns = Some(at_ns);
+                    return Attempt::Finished(Outcome::CancelledByClient);
+                }
                 Ok(Progress::NeedMore) => continue,
                 Ok(Progress::Done { keep_alive }) => {
                     if keep_alive && n > 0 {
@@ -296,6 +350,89 @@ impl Conn {
                     return Attempt::Finished(final_outcome(rec, stream_state.error_event));
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
+            }
+        }
+    }
+}
+
+/// The send's stamp, taken just before the write: in the record, the pass, and (the first
+/// attempt only) the worker's live count of requests sent.
+fn stamp_send(ctx: &Ctx, rec: &mut Record, first: bool) -> u64 {
+    let s = &ctx.setup;
+    let sent_ns = s.clock.now_ns();
+    rec.sent_ns = Some(sent_ns);
+    ctx.pass.sent(sent_ns);
+    if first {
+        s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
+    }
+    sent_ns
+}
+
+/// How one request the client aborts is cut (`--cancel-after`): at a deadline, or once
+/// enough tokens arrived. An empty `Cut` (every other request) costs one test per read.
+struct Cut {
+    deadline_mono_ns: Option<u64>,
+    tokens: Option<u32>,
+    /// Events of the record already counted, and the tokens they carried.
+    counted: usize,
+    seen: u32,
+}
+
+impl Cut {
+    fn new(after: Option<CancelAfter>, sent_mono_ns: u64) -> Self {
+        let (deadline_mono_ns, tokens) = match after {
+            None => (None, None),
+            Some(CancelAfter::Time { ns }) => (Some(sent_mono_ns + ns), None),
+            Some(CancelAfter::Tokens { n }) => (None, Some(n)),
+        };
+        Cut {
+            deadline_mono_ns,
+            tokens,
+            counted: 0,
+            seen: 0,
+        }
+    }
+
+    /// Whether the record's tokens so far reach the cut (token cuts only).
+    fn reached(&mut self, rec: &Record) -> bool {
+        let Some(n) = self.tokens else {
+            return false;
+        };
+        let fresh = rec.events.get(self.counted..).unwrap_or(&[]);
+        self.seen = fresh
+            .iter()
+            .fold(self.seen, |acc, e| acc.saturating_add(e.tokens));
+        self.counted = rec.events.len();
+        self.seen >= n
+    }
+}
+
+/// A read, or `None` when `deadline_mono_ns` comes first (the read is dropped, its buffer
+/// with it). The timer is made on first need; without a timerfd, the 1 ms wheel.
+async fn read_or_cut(
+    stream: &mut Stream,
+    buf: Vec<u8>,
+    timer: &mut Option<Timer>,
+    deadline_mono_ns: u64,
+) -> Option<ReadResult> {
+    if timer.is_none() {
+        *timer = Timer::new().ok();
+    }
+    let read = stream.read(buf);
+    match timer {
+        Some(t) => {
+            let cut = t.sleep_until(deadline_mono_ns);
+            monoio::select! {
+                r = read => Some(r),
+                _ = cut => None,
+            }
+        }
+        None => {
+            let left = deadline_mono_ns.saturating_sub(crate::rt::clock::mono_ns());
+            let cut = monoio::time::sleep(Duration::from_nanos(left));
+            monoio::select! {
+                r = read => Some(r),
+                _ = cut => None,
             }
         }
     }

@@ -7,6 +7,7 @@
 
 use super::conn::Conn;
 use super::gate;
+use super::session::{self, SessionBufs};
 use super::Ctx;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -233,6 +234,12 @@ async fn lane_task(
 ) {
     let mut conn = Conn::new(&ctx);
     conn.opening = Some(opening);
+    let mut session = ctx
+        .setup
+        .plan
+        .sessions
+        .is_some()
+        .then(|| SessionBufs::new(&ctx));
     if warm {
         // A failed warm connect is not a request's failure: the first job connects again
         // and records what happens then.
@@ -240,8 +247,16 @@ async fn lane_task(
         state.release(lane.clone());
     }
     while let Some(job) = lane.next_job().await {
-        let rec = conn.exchange(&ctx, job).await;
-        ctx.emit(rec);
+        match session.as_mut() {
+            // The job is a session's start: its turns run here, one record each.
+            Some(bufs) => {
+                session::run(&ctx, &mut conn, bufs, job.id, job.intended_ns).await;
+            }
+            None => {
+                let rec = conn.exchange(&ctx, job).await;
+                ctx.emit(rec);
+            }
+        }
         state.release(lane.clone());
     }
 }
@@ -266,6 +281,7 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
         .request_count
         .map(|c| c + s.plan.warmup_requests);
     let mut conn = Conn::new(&ctx);
+    let mut session = s.plan.sessions.is_some().then(|| SessionBufs::new(&ctx));
     // The end of this user's previous request: the next one's intended time.
     let mut previous_done_ns: Option<u64> = None;
     loop {
@@ -294,10 +310,17 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
             }
             intended_ns = s.clock.now_ns();
         }
-        let rec = conn.exchange(&ctx, Job { id, intended_ns }).await;
-        // `exchange` ends every record with a `done_ns`; the fallback is never taken.
-        previous_done_ns = Some(rec.done_ns.unwrap_or_else(|| s.clock.now_ns()));
-        ctx.emit(rec);
+        previous_done_ns = Some(match session.as_mut() {
+            // With `--turns` the claim is a session: the user holds its whole conversation.
+            Some(bufs) => session::run(&ctx, &mut conn, bufs, id, intended_ns).await,
+            None => {
+                let rec = conn.exchange(&ctx, Job { id, intended_ns }).await;
+                // `exchange` ends every record with a `done_ns`; the fallback is never taken.
+                let done = rec.done_ns.unwrap_or_else(|| s.clock.now_ns());
+                ctx.emit(rec);
+                done
+            }
+        });
         if entry == gate::Entry::Warmup {
             gate.left();
         }
@@ -306,7 +329,7 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
 
 /// Closed loop: whether `--duration` of measured requests has passed at `now_ns` (counted
 /// from the measured phase's opening; never while the warm-up gate is shut).
-fn past_duration(s: &super::WorkerSetup, now_ns: u64) -> bool {
+pub(super) fn past_duration(s: &super::WorkerSetup, now_ns: u64) -> bool {
     let Some(d) = s.plan.stop.duration_ns else {
         return false;
     };

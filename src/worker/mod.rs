@@ -12,6 +12,7 @@ mod lane;
 mod pacer;
 mod pass;
 mod rxstamp;
+mod session;
 mod sink;
 mod spin;
 pub mod stats;
@@ -55,6 +56,10 @@ pub struct Shared {
     pub cancel: AtomicBool,
     /// Closed loop with a warm-up: measured requests wait for it to drain.
     pub gate: gate::WarmupGate,
+    /// Conversations (`--turns`), per worker: sessions begun and turns begun (each turn is
+    /// one record), so the run counts the requests it scheduled apart from the records.
+    pub sessions_begun: Vec<PaddedCounter>,
+    pub turns_begun: Vec<PaddedCounter>,
 }
 
 #[derive(Debug, Default)]
@@ -70,12 +75,23 @@ impl Shared {
             sent: (0..workers).map(|_| PaddedCounter::default()).collect(),
             cancel: AtomicBool::new(false),
             gate: gate::WarmupGate::new(gate::drains(plan)),
+            sessions_begun: (0..workers).map(|_| PaddedCounter::default()).collect(),
+            turns_begun: (0..workers).map(|_| PaddedCounter::default()).collect(),
         }
     }
 
     pub fn total_sent(&self) -> u64 {
-        self.sent.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+        sum(&self.sent)
     }
+
+    /// Conversations: (sessions begun, turns begun) over every worker.
+    pub fn sessions_and_turns(&self) -> (u64, u64) {
+        (sum(&self.sessions_begun), sum(&self.turns_begun))
+    }
+}
+
+fn sum(counters: &[PaddedCounter]) -> u64 {
+    counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
 }
 
 /// Everything one worker needs, moved into its thread.
@@ -284,11 +300,19 @@ impl Ctx {
         }
     }
 
-    /// A record for an arrival that will never be sent (the run was stopped).
-    pub fn not_sent(&self, id: u64, intended_ns: u64) -> Record {
-        let warmup_by = self.warmup_by(id, intended_ns);
+    /// A record for an arrival that will never be sent (the run was stopped); a session's is
+    /// its first turn's.
+    pub fn not_sent(&self, arrival: u64, intended_ns: u64) -> Record {
+        let sessions = self.setup.plan.sessions.as_ref();
+        let id = session::first_id(sessions, arrival);
+        let mut warmup_by = self.warmup_by(id, intended_ns);
+        warmup_by.count = arrival < self.setup.plan.warmup_requests;
         Record {
             id,
+            turn: sessions.map(|_| crate::record::Turn {
+                session: arrival,
+                ..Default::default()
+            }),
             worker: self.setup.index as u16,
             warmup: warmup_by.any(),
             warmup_by,

@@ -15,6 +15,7 @@
 
 mod support;
 
+mod cancel;
 mod cli_gate;
 mod compat;
 mod e2e;
@@ -36,6 +37,7 @@ mod rx_timestamps;
 mod scrape;
 mod secrets;
 mod server_metrics;
+mod sessions;
 mod shape;
 mod shards;
 mod sim_truth;
