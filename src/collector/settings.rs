@@ -5,7 +5,7 @@
 //! sidecar (`Plan` is serde both ways), so one code path (`finish::summarize`) turns records
 //! into a summary either way. Never prints.
 
-use crate::plan::{Plan, Slo};
+use crate::plan::{Plan, Shard, Slo, Stage};
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +22,10 @@ pub struct Settings {
     pub output_tokens: Option<u32>,
     /// `--max-failed`: the failure share (percent of measured sent) that fails the gate.
     pub max_failed_percent: Option<f64>,
+    /// `--stages`: the stages the summary is split by (empty: none).
+    pub stages: Vec<Stage>,
+    /// The part of the run this is (`--shard`): a stage's scheduled count is its share.
+    pub shard: Shard,
     /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
     pub config: Value,
 }
@@ -44,6 +48,8 @@ impl Settings {
             stall_ns: (plan.stall_ms * 1e6) as u64,
             output_tokens: plan.fixed_output_tokens(),
             max_failed_percent: plan.max_failed_percent,
+            stages: plan.stages.clone(),
+            shard: plan.this_shard(),
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,
         })
     }
