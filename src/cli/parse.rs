@@ -63,6 +63,37 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     duration_ns_in(s, Bare::S)
 }
 
+/// `--stages`' value: one flag, a list of stages (a newtype, so clap keeps it one value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageList(pub Vec<ringbench::plan::Stage>);
+
+/// `--stages 200:30s,400:30s`: each stage a rate (req/s) and a duration (bare: s).
+pub fn parse_stages(s: &str) -> Result<StageList, String> {
+    s.split(',')
+        .map(|part| {
+            let (rate, d) = part
+                .trim()
+                .split_once(':')
+                .ok_or_else(|| format!("stage '{part}': give RATE:DURATION, like 200:30s"))?;
+            let rate: f64 = rate.trim().parse().map_err(|_| {
+                format!("stage '{part}': '{rate}' is not a rate in req/s, like 200:30s")
+            })?;
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(format!("stage '{part}': the rate must be above 0"));
+            }
+            let duration_ns = parse_duration_ns(d).map_err(|e| format!("stage '{part}': {e}"))?;
+            if duration_ns == 0 {
+                return Err(format!("stage '{part}': the duration must be above 0"));
+            }
+            Ok(ringbench::plan::Stage {
+                request_rate: rate,
+                duration_ns,
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(StageList)
+}
+
 /// A time in milliseconds, as the settings keep it: `20ms`, `0.5s`, `250us`; a bare number
 /// is ms (the flags named `-ms`, `--max-lag`, `--goodput`'s bounds).
 pub fn parse_ms(s: &str) -> Result<f64, String> {

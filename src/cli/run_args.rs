@@ -5,7 +5,7 @@
 
 use super::parse::{
     check_percentiles, duration_ns_in, exports_of, parse_duration_ns, parse_endpoint, parse_header,
-    parse_ms, parse_slo, parse_target, Bare,
+    parse_ms, parse_slo, parse_stages, parse_target, Bare,
 };
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
@@ -109,6 +109,23 @@ pub struct RunArgs {
     /// request.
     #[arg(long, value_name = "R", help_heading = h::LOAD)]
     pub request_rate: Option<f64>,
+    /// Open loop: the rate rises from 0 to --request-rate over D
+    ///
+    /// A linear ramp (a non-homogeneous Poisson schedule, exact and seeded), then the rate
+    /// holds; --duration counts the whole run, ramp included. With --request-count alone,
+    /// the count is reached on the schedule's own time line, the ramp first.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::LOAD)]
+    pub ramp_up: Option<u64>,
+    /// Open loop in steady stages, like 200:30s,400:30s (rate:duration)
+    ///
+    /// One run, one seeded schedule: each stage exactly RATE × D arrivals inside its own
+    /// window, one after the other. Sets the rate and the length (no --request-rate,
+    /// --duration or --request-count); summary.json gets a `stages` breakdown.
+    #[arg(long, value_name = "LIST", value_parser = parse_stages, help_heading = h::LOAD)]
+    pub stages: Option<super::parse::StageList>,
+    /// Closed loop: users start spread over D (user k of N at k·D/N)
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::LOAD)]
+    pub users_ramp: Option<u64>,
     /// poisson, constant or gamma [default: poisson; gamma with --burstiness]
     #[arg(long, value_enum, value_name = "KIND", hide_possible_values = true, help_heading = h::LOAD)]
     pub arrival: Option<ArrivalArg>,
@@ -381,8 +398,11 @@ fn parse_spin_us(s: &str) -> Result<SpinUs, String> {
 }
 
 /// What a trace decides itself (times, count, lengths, prompts): flags that would too.
-const TRACE_CONFLICTS: [&str; 17] = [
+const TRACE_CONFLICTS: [&str; 20] = [
     "request_rate",
+    "stages",
+    "ramp_up",
+    "users_ramp",
     "concurrency",
     "arrival",
     "burstiness",
@@ -417,11 +437,14 @@ pub const DEMO_DURATION_NS: u64 = 8_000_000_000;
 
 /// Flags (clap ids) that say where, how much or how fast: any of them, or any simulator flag,
 /// turns the demo off.
-const NOT_DEMO: [&str; 18] = [
+const NOT_DEMO: [&str; 21] = [
     "self_check",
     "turns",
     "users",
     "session_rate",
+    "stages",
+    "ramp_up",
+    "users_ramp",
     "url",
     "base_url",
     "host",
@@ -507,13 +530,16 @@ impl RunArgs {
             self.sim
                 .settings(sim_cpus, "ringbench-sim".into(), self.seed)
         });
-        let plan = Plan {
+        let mut plan = Plan {
             target,
             sim,
             endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
             model: self.model.clone(),
             load,
             stop,
+            ramp_up_ns: self.ramp_up,
+            stages: vec![],
+            users_ramp_ns: self.users_ramp,
             warmup_requests: self.warmup_requests,
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
             input_tokens: self.input_tokens(),
@@ -532,15 +558,8 @@ impl RunArgs {
                 .map(|s| parse_header(s))
                 .collect::<Result<_, _>>()?,
             api_key: self.api_key.clone().filter(|k| !k.is_empty()),
-            percentiles: match &self.percentiles {
-                Some(ps) => check_percentiles(ps)?,
-                None => DEFAULT_PERCENTILES.to_vec(),
-            },
-            goodput: self
-                .goodput
-                .iter()
-                .map(|s| parse_slo(s))
-                .collect::<Result<_, _>>()?,
+            percentiles: self.percentiles_of()?,
+            goodput: self.goodput_of()?,
             max_lag_ms: self.max_lag,
             stall_ms: self.stall_ms,
             out_dir: self.out.clone(),
@@ -564,8 +583,24 @@ impl RunArgs {
             sessions: self.sessions.spec()?,
             cancel: self.sessions.cancel(),
         };
+        if let Some(stages) = &self.stages {
+            plan.set_stages(stages.0.clone());
+        }
         plan.validate().map_err(|e| UsageError(e.0))?;
         Ok(plan)
+    }
+
+    /// `--percentiles`, checked, or the default ones.
+    fn percentiles_of(&self) -> Result<Vec<f64>, UsageError> {
+        match &self.percentiles {
+            Some(ps) => check_percentiles(ps),
+            None => Ok(DEFAULT_PERCENTILES.to_vec()),
+        }
+    }
+
+    /// `--goodput KEY:MS ...`, parsed.
+    fn goodput_of(&self) -> Result<Vec<ringbench::plan::Slo>, UsageError> {
+        self.goodput.iter().map(|s| parse_slo(s)).collect()
     }
 
     /// What to scrape from the server, and how often.
@@ -608,11 +643,14 @@ impl RunArgs {
         if self.trace.is_some() {
             return super::workload_args::trace_load_of(self);
         }
+        if self.stages.is_some() {
+            return self.staged_load();
+        }
         let Some(rate) = self.request_rate else {
             if self.arrival.is_some() {
                 return usage(
-                    "--arrival shapes an open loop: give --request-rate R with it (with \
-                     --turns: --session-rate R)",
+                    "--arrival shapes an open loop: give --request-rate R (or --stages) with it \
+                     (with --turns: --session-rate R)",
                 );
             }
             if self.max_concurrency.is_some() {
@@ -633,6 +671,41 @@ impl RunArgs {
                  --max-concurrency N",
             );
         }
+        Ok(Load::Open {
+            request_rate: rate,
+            arrival: self.arrival_of()?,
+            max_concurrency: self.max_concurrency,
+        })
+    }
+
+    /// `--stages`: an open loop whose rate and length the stages set (`Plan::set_stages`);
+    /// the flags that would set them too are refused here, naming them.
+    fn staged_load(&self) -> Result<Load, UsageError> {
+        let given: Vec<&str> = [
+            ("--request-rate", self.request_rate.is_some()),
+            ("--duration", self.duration.is_some()),
+            ("--request-count", self.request_count.is_some()),
+            ("--concurrency", self.concurrency.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, on)| on.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            return usage(format!(
+                "--stages sets the run's rate and length stage by stage: drop {} (put each \
+                 rate and duration in a stage, like --stages 200:30s,400:30s)",
+                given.join(", ")
+            ));
+        }
+        Ok(Load::Open {
+            request_rate: 1.0,
+            arrival: self.arrival_of()?,
+            max_concurrency: self.max_concurrency,
+        })
+    }
+
+    /// `--arrival` and `--burstiness`, resolved.
+    fn arrival_of(&self) -> Result<Arrival, UsageError> {
         let arrival = match (self.arrival, self.burstiness) {
             (Some(ArrivalArg::Gamma) | None, Some(k)) => Arrival::Gamma { burstiness: k },
             (Some(ArrivalArg::Gamma), None) => {
@@ -642,11 +715,7 @@ impl RunArgs {
             (Some(ArrivalArg::Poisson) | None, None) => Arrival::Poisson,
             (Some(ArrivalArg::Constant), None) => Arrival::Constant,
         };
-        Ok(Load::Open {
-            request_rate: rate,
-            arrival,
-            max_concurrency: self.max_concurrency,
-        })
+        Ok(arrival)
     }
 }
 
@@ -785,6 +854,74 @@ pub(crate) mod tests {
         for bad in ["201", "-1", "1ms", "fast"] {
             let e = plan(&[&format!("--pacer-spin-us={bad}")]).unwrap_err();
             assert!(e.contains("--pacer-spin-us"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn ramps_and_stages_resolve_and_contradictions_name_the_flags() {
+        let p = plan(&["--stages", "200:1s,400:500ms", "--arrival", "constant"]).unwrap();
+        let st = |r, ns| ringbench::plan::Stage {
+            request_rate: r,
+            duration_ns: ns,
+        };
+        assert_eq!(p.stages, [st(200.0, 1_000_000_000), st(400.0, 500_000_000)]);
+        assert_eq!(p.stop.duration_ns, Some(1_500_000_000));
+        assert_eq!(p.stop.request_count, None);
+        assert_eq!(p.target_rate(), Some(400.0 / 1.5));
+        assert!(matches!(
+            p.load,
+            Load::Open {
+                arrival: Arrival::Constant,
+                ..
+            }
+        ));
+        let p = plan(&[
+            "--request-rate",
+            "50",
+            "--ramp-up",
+            "10s",
+            "--duration",
+            "1m",
+        ])
+        .unwrap();
+        assert_eq!(p.ramp_up_ns, Some(10_000_000_000));
+        let p = plan(&["--concurrency", "8", "--users-ramp", "4s"]).unwrap();
+        assert_eq!(p.users_ramp_ns, Some(4_000_000_000));
+        for (args, want) in [
+            (
+                &[
+                    "--stages",
+                    "200:1s",
+                    "--request-rate",
+                    "5",
+                    "--duration",
+                    "3s",
+                ][..],
+                "drop --request-rate, --duration",
+            ),
+            (
+                &["--stages", "200:1s", "--concurrency", "2"],
+                "drop --concurrency",
+            ),
+            (&["--stages", "200"], "RATE:DURATION"),
+            (&["--stages", "0:1s"], "above 0"),
+            (&["--stages", "5:1s", "--ramp-up", "1s"], "--ramp-up"),
+            (
+                &["--concurrency", "2", "--ramp-up", "1s"],
+                "--request-rate R",
+            ),
+            (
+                &["--request-rate", "5", "--users-ramp", "1s"],
+                "--concurrency N",
+            ),
+            (
+                &["--request-rate", "5", "--duration", "5s", "--ramp-up", "9s"],
+                "--duration",
+            ),
+            (&["--arrival", "constant"], "--request-rate R (or --stages)"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
         }
     }
 

@@ -168,6 +168,12 @@ fn base_plan(run: &RunArgs) -> Result<Plan, UsageError> {
     if run.self_check {
         return usage("--self-check is `ringbench run`'s: a sweep or search has its own loads");
     }
+    if run.stages.is_some() {
+        return usage(
+            "--stages: a load curve in one run is `ringbench run --stages`; a sweep runs its \
+             own loads, one run each",
+        );
+    }
     let mut plan = run.to_plan()?;
     if run.trace.is_some() {
         return usage("--trace: a trace sets its own load; replay it with `ringbench run`");

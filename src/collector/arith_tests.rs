@@ -635,9 +635,15 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "stalls",
         "sessions",
         "cancellations",
+        // `--stages`' breakdown: always present, null without stages.
+        "stages",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
+    assert!(
+        v["stages"].is_null(),
+        "a run without --stages has no breakdown"
+    );
     for k in [
         "ttft",
         "ttst",

@@ -75,6 +75,10 @@ impl Collector {
             concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
         };
         let overhead = overhead(st, &facts, m, &achieved, &mut warnings);
+        let stages = self
+            .stages
+            .as_ref()
+            .map(|t| t.summaries(&st.percentiles, &mut warnings));
         let verdict = verdict(&counts, &overhead, facts.interrupted, st.max_failed_percent);
         Summary {
             schema_version: SCHEMA_VERSION,
@@ -108,6 +112,7 @@ impl Collector {
                 .cancels
                 .as_ref()
                 .map(|t| t.summary(m.sent, &st.percentiles)),
+            stages,
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,

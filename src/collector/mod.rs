@@ -29,6 +29,7 @@ pub mod series;
 mod sessions;
 pub(crate) mod settings;
 pub mod sidecar;
+mod stages;
 mod stalls;
 pub mod tokens;
 
@@ -237,6 +238,8 @@ pub struct Collector {
     warmup: u64,
     warmup_by: crate::summary::WarmupCounts,
     m: Measured,
+    /// `--stages`: each stage's own tally.
+    stages: Option<stages::StageTally>,
 }
 
 impl Collector {
@@ -266,7 +269,6 @@ impl Collector {
         Collector {
             stream: settings.stream,
             slos: settings.goodput.clone(),
-            settings,
             out_dir: None,
             log: None,
             log_error: None,
@@ -282,6 +284,16 @@ impl Collector {
                 cancels,
                 ..Measured::default()
             },
+            stages: stages::StageTally::new(&settings.stages, settings.shard),
+            settings,
+        }
+    }
+
+    /// Where the schedule started on the run clock: a `--stages` run places each record in
+    /// the stage its intended time falls in. Set before the first record.
+    pub fn set_schedule_start(&mut self, start_ns: u64) {
+        if let Some(t) = self.stages.as_mut() {
+            t.set_start(start_ns);
         }
     }
 
@@ -298,6 +310,9 @@ impl Collector {
     pub fn add(&mut self, rec: &Record) {
         self.log_record(rec);
         self.live.count(rec);
+        if let Some(t) = self.stages.as_mut() {
+            t.add(rec, self.stream);
+        }
         if rec.warmup {
             self.warmup += 1;
             let (by, w) = (rec.warmup_by, &mut self.warmup_by);

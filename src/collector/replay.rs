@@ -107,6 +107,9 @@ pub fn recompute(dir: &Path, o: &Overrides) -> Result<Summary, ReplayError> {
     let (side, settings) = settings(dir, o)?;
     let percentiles = settings.percentiles.clone();
     let mut c = Collector::from_settings(settings);
+    if let Some(clock) = &side.clock {
+        c.set_schedule_start(clock.schedule_start_ns);
+    }
     read_records(dir, |r| c.add(r))?;
     let mut summary = c.summarize(side.facts(), side.host.clone());
     server_block(dir, &percentiles, &mut summary)?;

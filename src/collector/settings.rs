@@ -5,7 +5,7 @@
 //! sidecar (`Plan` is serde both ways), so one code path (`finish::summarize`) turns records
 //! into a summary either way. Never prints.
 
-use crate::plan::{Plan, Slo};
+use crate::plan::{Plan, Shard, Slo, Stage};
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +30,10 @@ pub struct Settings {
     pub cancel: Option<crate::plan::CancelSpec>,
     /// Sessions started per second asked (`--session-rate`).
     pub target_session_rate: Option<f64>,
+    /// `--stages`: the stages the summary is split by (empty: none).
+    pub stages: Vec<Stage>,
+    /// The part of the run this is (`--shard`): a stage's scheduled count is its share.
+    pub shard: Shard,
     /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
     pub config: Value,
 }
@@ -55,6 +59,8 @@ impl Settings {
             sessions: plan.sessions.clone(),
             cancel: plan.cancel,
             target_session_rate: plan.target_rate().filter(|_| plan.sessions.is_some()),
+            stages: plan.stages.clone(),
+            shard: plan.this_shard(),
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,
         })
     }

@@ -11,6 +11,7 @@ use crate::collector::LiveCounts;
 use crate::plan::workload::TraceLoad;
 use crate::plan::{Load, Plan};
 use crate::summary::metric::{role, Metric};
+use crate::summary::stages::StageSummary;
 use crate::summary::workload::{Realized, WorkloadStats};
 use crate::summary::{percentile_label, Overhead, Stats, Summary, FIXED_PERCENTILES};
 use std::io::{self, Write};
@@ -40,6 +41,7 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
     small |= other_section(s, out)?;
     super::console_users::sessions_block(s.sessions.as_ref(), out)?;
     super::console_users::cancellations_block(s.cancellations.as_ref(), out)?;
+    small |= stages_block(s, out)?;
     super::console_server::server_block(s.server.as_ref(), out)?;
     overhead(s, out)?;
     if !s.warnings.is_empty() {
@@ -298,6 +300,45 @@ fn other_section(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
     Ok(shown
         .iter()
         .any(|(_, st)| st.is_small("p50") || st.is_small("p99")))
+}
+
+/// `--stages`: one line per stage (`stage_line`); returns whether a shown percentile is
+/// marked as from too few samples.
+fn stages_block(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
+    let Some(stages) = s.stages.as_ref().filter(|v| !v.is_empty()) else {
+        return Ok(false);
+    };
+    writeln!(out, "{}", rule("Stages: target / achieved req/s, ms", '-'))?;
+    let mut small = false;
+    for st in stages {
+        writeln!(out, "{}", stage_line(st))?;
+        let (ttft, e2e) = (stage_stats(st, Metric::Ttft), stage_stats(st, Metric::E2e));
+        small |= ttft.is_some_and(|t| t.is_small("p50") || t.is_small("p99"))
+            || e2e.is_some_and(|e| e.is_small("p50"));
+    }
+    Ok(small)
+}
+
+fn stage_stats(st: &StageSummary, m: Metric) -> Option<&Stats> {
+    st.latency_ms.get(m.key()).filter(|s| s.count > 0)
+}
+
+/// One stage in a line: `0  200.00 / 200.00  TTFT p50 1.20 p99 3.40  E2E p50 9.10`
+/// (TTFT is left out of a `--no-stream` run, which has none).
+pub fn stage_line(st: &StageSummary) -> String {
+    let mut line = format!(
+        "  {:<2} {:>8.2} / {:<8}",
+        st.index,
+        st.target_request_rate,
+        num(st.achieved_request_rate, 2)
+    );
+    if let Some(t) = stage_stats(st, Metric::Ttft) {
+        line += &format!("  TTFT p50 {} p99 {}", marked(t, "p50"), marked(t, "p99"));
+    }
+    if let Some(e) = stage_stats(st, Metric::E2e) {
+        line += &format!("  E2E p50 {}", marked(e, "p50"));
+    }
+    line
 }
 
 fn pct(v: Option<f64>) -> String {

@@ -5,6 +5,7 @@
 pub mod cancel;
 pub mod run_id;
 pub mod session;
+pub mod shape;
 pub mod shard;
 pub mod sim;
 mod validate;
@@ -13,6 +14,7 @@ pub mod workload;
 pub use cancel::{CancelAfter, CancelSpec};
 pub use run_id::RunId;
 pub use session::{SessionEnd, SessionSpec, ThinkTime};
+pub use shape::Stage;
 pub use shard::Shard;
 pub use sim::SimSettings;
 pub use validate::{selector_matchers, PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
@@ -68,7 +70,8 @@ pub enum Load {
     },
     /// Requests at their scheduled times, whether or not earlier ones finished.
     Open {
-        /// Arrivals per second (`--request-rate`).
+        /// Arrivals per second (`--request-rate`); with `--ramp-up`, the rate the ramp
+        /// reaches; with `--stages`, their mean (`Plan::set_stages` derives it).
         request_rate: f64,
         /// How the gaps between arrivals are drawn (`--arrival`).
         arrival: Arrival,
@@ -282,6 +285,20 @@ pub struct Plan {
     pub load: Load,
     /// When to stop sending.
     pub stop: Stop,
+    /// Open loop: the rate rises linearly from 0 to `request_rate` over this long from the
+    /// schedule's start, then holds; ns (`--ramp-up`). `stop.duration_ns` counts the ramp.
+    #[serde(default)]
+    pub ramp_up_ns: Option<u64>,
+    /// Open loop: steady stages one after the other on one time line, each exactly rate ×
+    /// duration arrivals (`--stages RATE:D,...`); empty: one steady rate. Set them with
+    /// `Plan::set_stages`, which derives `request_rate` (their mean) and the stop (their
+    /// total length) from them.
+    #[serde(default)]
+    pub stages: Vec<Stage>,
+    /// Closed loop: user k of N starts k × this / N after the schedule's start, ns
+    /// (`--users-ramp`); `None`: all at once.
+    #[serde(default)]
+    pub users_ramp_ns: Option<u64>,
     /// The first N arrivals are warm-up: sent and logged, left out of every figure
     /// (`--warmup-requests`).
     pub warmup_requests: u64,
@@ -594,6 +611,9 @@ impl Plan {
                 request_count: Some(100),
                 duration_ns: None,
             },
+            ramp_up_ns: None,
+            stages: vec![],
+            users_ramp_ns: None,
             warmup_requests: 0,
             warmup_duration_ns: 0,
             input_tokens: 128,

@@ -101,6 +101,7 @@ impl Plan {
     pub fn validate(&self) -> Result<(), PlanError> {
         self.check_load()?;
         self.check_stop()?;
+        self.check_shape()?;
         self.check_lengths()?;
         self.check_simulator()?;
         self.check_target()?;

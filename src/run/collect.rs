@@ -48,6 +48,7 @@ pub(super) fn collect(
     observer: &mut impl Observer,
     scraping: &mut super::server::Scraping,
 ) {
+    collector.set_schedule_start(run.start_ns);
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
     loop {
         stopper.check(run.clock.now_ns());

@@ -157,8 +157,8 @@ fn lane_cap(plan: &Plan, index: usize, fd_budget: u64) -> usize {
     cap.map_or(by_fds, |cap| share(shard.share(u64::from(cap))).min(by_fds)) as usize
 }
 
-/// The open loop's global schedule: exactly rate × horizon arrivals (or the count); a
-/// trace's own times.
+/// The open loop's global schedule: exactly rate × horizon arrivals (or the count), through
+/// the ramp when there is one, or the stages'; a trace's own times.
 fn open_schedule(plan: &Plan) -> Option<Schedule> {
     if let Load::Trace(t) = &plan.load {
         return Some(Schedule::from_trace(t.times_ns.clone()));
@@ -171,9 +171,16 @@ fn open_schedule(plan: &Plan) -> Option<Schedule> {
     else {
         return None;
     };
+    if !plan.stages.is_empty() {
+        // The stages are the whole run, warm-up arrivals included.
+        return Schedule::staged(arrival, &plan.stages, plan.seed).ok();
+    }
     let count = plan.stop.request_count.map(|c| c + plan.warmup_requests);
     let until = plan.stop.duration_ns.map(|d| d + plan.warmup_duration_ns);
-    let schedule = Schedule::new(arrival, request_rate, plan.seed, count, until);
+    let schedule = match plan.ramp_up_ns {
+        Some(ramp) => Schedule::ramped(arrival, request_rate, ramp, plan.seed, count, until),
+        None => Schedule::new(arrival, request_rate, plan.seed, count, until),
+    };
     schedule.ok()
 }
 

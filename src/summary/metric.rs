@@ -25,9 +25,11 @@ pub mod role {
     pub const CURVE: u8 = 16;
     /// `--slo METRIC:STAT<BOUND` may bound it.
     pub const SLO: u8 = 32;
+    /// Each stage of a `--stages` run carries it (`stages[].latency_ms`).
+    pub const STAGE: u8 = 128;
 }
 
-use role::{BLOCK, CURVE, HLOG, PLOT, ROW, SLO, STREAM};
+use role::{BLOCK, CURVE, HLOG, PLOT, ROW, SLO, STAGE, STREAM};
 
 macro_rules! metrics {
     ($( $(#[$doc:meta])* $variant:ident $field:ident $name:literal $title:literal $roles:expr; )*) => {
@@ -85,7 +87,7 @@ macro_rules! metrics {
 
 metrics! {
     /// Time to first token: first token-bearing event − send.
-    Ttft ttft "TTFT" "Time to First Token" STREAM | BLOCK | HLOG | PLOT | CURVE | SLO;
+    Ttft ttft "TTFT" "Time to First Token" STREAM | BLOCK | HLOG | PLOT | CURVE | SLO | STAGE;
     /// Time to second token: the event that brought the request's second token − send (the
     /// first event's, when it carried two or more).
     Ttst ttst "TTST" "Time to Second Token" STREAM | ROW | SLO;
@@ -94,15 +96,15 @@ metrics! {
     /// Time to the response head.
     Ttfb ttfb "TTFB" "TTFB (response head)" ROW | PLOT | SLO;
     /// (last token − first token) / (OSL − 1).
-    Tpot tpot "TPOT" "Time per Output Token (excl. 1st token)" STREAM | BLOCK | HLOG | PLOT | SLO;
+    Tpot tpot "TPOT" "Time per Output Token (excl. 1st token)" STREAM | BLOCK | HLOG | PLOT | SLO | STAGE;
     /// Every chunk gap of every successful request (vLLM's ITL list).
-    Itl itl "ITL" "Inter-token Latency" STREAM | BLOCK | HLOG | PLOT | CURVE | SLO;
+    Itl itl "ITL" "Inter-token Latency" STREAM | BLOCK | HLOG | PLOT | CURVE | SLO | STAGE;
     /// Done − send: the only latency a non-streamed request has.
-    E2e e2e "E2E" "End-to-end Latency" BLOCK | HLOG | PLOT | CURVE | SLO;
+    E2e e2e "E2E" "End-to-end Latency" BLOCK | HLOG | PLOT | CURVE | SLO | STAGE;
     /// E2E / OSL: per-token cost, queueing and prefill included.
     Ntpot ntpot "NTPOT" "NTPOT (E2E / OSL)" ROW | SLO;
     /// TTFT from the intended send time (queue-inclusive: no coordinated omission).
-    TtftFromIntent ttft_from_intent "TTFT from intent" "TTFT from intended start" STREAM | ROW | PLOT | SLO;
+    TtftFromIntent ttft_from_intent "TTFT from intent" "TTFT from intended start" STREAM | ROW | PLOT | SLO | STAGE;
     /// E2E from the intended send time.
     E2eFromIntent e2e_from_intent "E2E from intent" "E2E from intended start" ROW | SLO;
     /// Largest chunk gap of each request.
@@ -181,6 +183,12 @@ mod tests {
         assert_eq!(keys(BLOCK), ["ttft", "tpot", "itl", "e2e"]);
         assert_eq!(keys(HLOG), ["ttft", "tpot", "itl", "e2e"]);
         assert_eq!(keys(CURVE), ["ttft", "itl", "e2e"]);
+        // A stage is a point of a load curve: the curve's metrics, TPOT, and TTFT from
+        // intent (a stage above capacity queues, which only the intended time shows).
+        assert_eq!(
+            keys(STAGE),
+            ["ttft", "tpot", "itl", "e2e", "ttft_from_intent"]
+        );
         assert_eq!(Metric::with(SLO).count(), 11);
         assert_eq!(
             keys(ROW),

@@ -12,6 +12,7 @@ pub mod series;
 pub mod server;
 pub mod session;
 pub mod shard;
+pub mod stages;
 pub mod study;
 pub mod workload;
 
@@ -171,6 +172,10 @@ pub struct Summary {
     /// without a measured success.
     #[serde(default)]
     pub stalls: Option<Stalls>,
+    /// `--stages`: each stage's counts, achieved rate and latencies from its own records;
+    /// `null` for a run without stages.
+    #[serde(default)]
+    pub stages: Option<Vec<stages::StageSummary>>,
     /// Which part of a run spread over hosts this is (`--shard I/N`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardInfo>,

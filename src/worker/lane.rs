@@ -272,8 +272,18 @@ async fn lane_task(
 /// from-intent latencies instead of vanishing. The first request's is the time it was
 /// claimed (the start), and a request held at the warm-up gate's is the time it was let
 /// through.
-pub async fn virtual_user(ctx: Rc<Ctx>) {
+///
+/// `starts_at`: with `--users-ramp`, the run-clock time this user starts; it sleeps until
+/// then, and its first request's intended time is exactly that (metrics.md: a closed-loop
+/// request is due when its user is ready to send it), so a late start shows as lag.
+pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
     let s = &ctx.setup;
+    if let Some(at) = starts_at {
+        let now = s.clock.now_ns();
+        if at > now {
+            monoio::time::sleep(Duration::from_nanos(at - now)).await;
+        }
+    }
     let gate = &s.shared.gate;
     let total = s
         .plan
@@ -283,7 +293,7 @@ pub async fn virtual_user(ctx: Rc<Ctx>) {
     let mut conn = Conn::new(&ctx);
     let mut session = s.plan.sessions.is_some().then(|| SessionBufs::new(&ctx));
     // The end of this user's previous request: the next one's intended time.
-    let mut previous_done_ns: Option<u64> = None;
+    let mut previous_done_ns: Option<u64> = starts_at;
     loop {
         let now = s.clock.now_ns();
         if s.shared.stop.load(Ordering::Relaxed) || past_duration(s, now) {

@@ -489,17 +489,31 @@ fn warm_lanes(ctx: &Ctx) -> usize {
 /// counter so `--request-count` is exact across workers (and, as global ids i with
 /// i mod N = I, across shards).
 async fn closed_loop(ctx: &Rc<Ctx>, concurrency: u32) {
+    let all_users = concurrency;
     let concurrency = ctx.setup.plan.this_shard().share_u32(concurrency);
     let (n, k) = (ctx.setup.workers as u32, ctx.setup.index as u32);
     let users = concurrency / n + u32::from(k < concurrency % n);
     ctx.pacer.until(ctx.setup.start_ns, || ctx.progress()).await;
     let mut tasks = Vec::with_capacity(users as usize);
-    for _ in 0..users {
-        tasks.push(monoio::spawn(lane::virtual_user(ctx.clone())));
+    for m in 0..users {
+        // User m of this worker is the shard's local user k + m·n, and the shard's local
+        // user j the run's user I + j·N (`Shard::global`, as its request ids).
+        let starts_at = ctx.setup.plan.users_ramp_ns.map(|ramp| {
+            let user = ctx.setup.plan.this_shard().global(u64::from(k + m * n));
+            ctx.setup.start_ns + user_start_ns(user, all_users, ramp)
+        });
+        tasks.push(monoio::spawn(lane::virtual_user(ctx.clone(), starts_at)));
     }
     for t in tasks {
         t.await;
     }
+}
+
+/// `--users-ramp`: user k of N starts k × ramp / N after the schedule's start (ns, rounded
+/// down), so the N users are spread evenly over the ramp and the last starts one step before
+/// its end.
+fn user_start_ns(user: u64, users: u32, ramp_ns: u64) -> u64 {
+    (u128::from(user) * u128::from(ramp_ns) / u128::from(users.max(1))) as u64
 }
 
 /// Event slots a request's vector starts with: one per asked token, bounded so a few very long

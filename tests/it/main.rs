@@ -42,6 +42,7 @@ mod shape;
 mod shards;
 mod sim_truth;
 mod sim_wire;
+mod stages;
 mod sweep_cli;
 mod sweep_search;
 mod tls;
