@@ -121,8 +121,9 @@ impl StageTally {
         }
         match rec.outcome {
             Outcome::Ok => c.ok += 1,
-            Outcome::Cancelled => c.cancelled += 1,
-            _ => c.failed += 1,
+            o if o.is_failure() => c.failed += 1,
+            // Cut by the run's stop, or by the client on purpose (`--cancel-rate`).
+            _ => c.cancelled += 1,
         }
         if rec.outcome != Outcome::Ok {
             return;

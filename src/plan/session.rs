@@ -4,7 +4,7 @@
 //! the session's index, so the same plan and seed give the same conversations on any number
 //! of workers or shards. No I/O, no clock.
 
-use super::workload::{splitmix64, LengthDist};
+use super::workload::{splitmix64, LengthDist, Z_P99};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal};
@@ -13,9 +13,6 @@ use serde::{Deserialize, Serialize};
 /// Most turns one session has: a draw above it is clipped (and the turn index of every
 /// record fits the per-turn tables' bound).
 pub const MAX_TURNS: u32 = 256;
-
-/// The 99th percentile of the standard normal, for a lognormal set by its median and p99.
-const Z_P99: f64 = 2.326_347_874_040_841;
 
 /// Conversations: each session sends its turns one after the other on one connection, each
 /// turn's prompt the whole history so far (user messages and the assistant's actual replies)
@@ -71,8 +68,7 @@ impl ThinkTime {
                 Exp::new(1.0 / mean_ns as f64).map_or(0.0, |d| d.sample(rng))
             }
             ThinkTime::Lognormal { median_ns, p99_ns } => {
-                let median = (median_ns as f64).max(1.0);
-                let sigma = ((p99_ns as f64).max(median) / median).ln() / Z_P99;
+                let (median, sigma) = lognormal(median_ns, p99_ns);
                 LogNormal::new(median.ln(), sigma).map_or(median, |d| d.sample(rng))
             }
         };
@@ -85,12 +81,17 @@ impl ThinkTime {
             ThinkTime::Fixed { ns } => ns as f64,
             ThinkTime::Exponential { mean_ns } => mean_ns as f64,
             ThinkTime::Lognormal { median_ns, p99_ns } => {
-                let median = (median_ns as f64).max(1.0);
-                let sigma = ((p99_ns as f64).max(median) / median).ln() / Z_P99;
+                let (median, sigma) = lognormal(median_ns, p99_ns);
                 median * (sigma * sigma / 2.0).exp()
             }
         }
     }
+}
+
+/// A lognormal's median and sigma from its median and 99th percentile, ns.
+fn lognormal(median_ns: u64, p99_ns: u64) -> (f64, f64) {
+    let median = (median_ns as f64).max(1.0);
+    (median, ((p99_ns as f64).max(median) / median).ln() / Z_P99)
 }
 
 /// Mixed into the seed so a session's draws never repeat the schedule's or the prompts'.

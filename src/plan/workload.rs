@@ -148,7 +148,7 @@ pub fn splitmix64(mut x: u64) -> u64 {
 }
 
 /// z such that P(Z ≤ z) = 0.99 for a standard normal: ties a lognormal's p99 to its sigma.
-const Z_P99: f64 = 2.326_347_874_040_840_8;
+pub(crate) const Z_P99: f64 = 2.326_347_874_040_840_8;
 
 /// Longest length any distribution may produce: bounds prompt memory and `max_tokens`.
 pub const MAX_LENGTH: u32 = 1 << 20;

@@ -45,7 +45,7 @@ pub struct StageCounts {
     pub ok: u64,
     /// Ended in a failure of any kind.
     pub failed: u64,
-    /// Sent, then abandoned because the run was stopped.
+    /// Sent, then abandoned: the run was stopped, or the client cut it on purpose.
     pub cancelled: u64,
     /// Scheduled but never sent.
     pub not_sent: u64,
