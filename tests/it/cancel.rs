@@ -3,9 +3,9 @@
 //! as failures, the simulator seeing each connection closed mid-stream, and the rest measured
 //! as without them. Each test holds the one lock.
 
-use crate::support::common::{cpu_pair, lock, out_dir, output, read_jsonl, ringbench, sim_plan};
-use ringbench::plan::{CancelAfter, CancelSpec, Load, SimSettings, Stop, Target};
-use ringbench::sim::{self, SimConfig};
+use crate::support::common::{lock, out_dir, output, read_jsonl, ringbench};
+use ringbench::plan::{CancelAfter, CancelSpec, SimSettings};
+use ringbench::sim;
 use std::collections::BTreeSet;
 
 fn ids_where(recs: &[serde_json::Value], outcome: &str) -> BTreeSet<u64> {
@@ -21,27 +21,13 @@ fn run_with(
     spec: Option<CancelSpec>,
     name: &str,
 ) -> (Vec<serde_json::Value>, ringbench::Summary, sim::SimStats) {
-    let sim = sim::start(SimConfig {
-        settings: SimSettings {
-            cpus: vec![cpu_pair().1],
-            itl_ms: 1.0,
-            ..SimSettings::default()
-        },
-        ..SimConfig::default()
-    })
-    .expect("the simulator starts");
-    let mut p = sim_plan();
-    p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
-    p.allow_concurrent = true;
+    let sim = crate::engine::start_sim(SimSettings {
+        itl_ms: 1.0,
+        ..SimSettings::default()
+    });
+    let mut p = crate::engine::against(&sim);
     p.model = Some("m".into());
-    p.load = Load::Closed { concurrency: 8 };
-    p.stop = Stop {
-        request_count: Some(600),
-        duration_ns: None,
-    };
-    p.warmup_requests = 0;
-    p.max_lag_ms = 1e9;
+    crate::engine::closed(&mut p, 8, 600);
     p.output_tokens = 30;
     p.seed = 3;
     p.cancel = spec;

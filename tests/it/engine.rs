@@ -35,7 +35,7 @@ fn cached_rate(s: &Value) -> f64 {
 }
 
 /// A simulator of its own (not the run's), so a test can read it during and after runs.
-fn start_sim(settings: SimSettings) -> SimHandle {
+pub(crate) fn start_sim(settings: SimSettings) -> SimHandle {
     sim::start(SimConfig {
         settings: SimSettings {
             cpus: vec![cpu_pair().1],
@@ -46,7 +46,7 @@ fn start_sim(settings: SimSettings) -> SimHandle {
     .expect("the simulator starts")
 }
 
-fn against(sim: &SimHandle) -> Plan {
+pub(crate) fn against(sim: &SimHandle) -> Plan {
     let mut p = sim_plan();
     p.sim = None;
     p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());

@@ -5,7 +5,7 @@
 
 use crate::support::common::{lock, out_dir, output, read_json, read_jsonl, ringbench, sim_plan};
 use ringbench::plan::workload::LengthDist;
-use ringbench::plan::{Load, Plan, SessionSpec, Stop, Target, ThinkTime};
+use ringbench::plan::{Plan, SessionSpec, Target, ThinkTime};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -97,15 +97,10 @@ fn spec(turns: u32, think: ThinkTime) -> SessionSpec {
     }
 }
 
-/// A closed loop of `users` users holding `sessions` conversations in all.
+/// A closed loop of `users` users holding `sessions` conversations in all (`--request-count`
+/// counts sessions with `--turns`).
 fn conversations(p: &mut Plan, users: u32, sessions: u64, spec: SessionSpec) {
-    p.load = Load::Closed { concurrency: users };
-    p.stop = Stop {
-        request_count: Some(sessions),
-        duration_ns: None,
-    };
-    p.warmup_requests = 0;
-    p.max_lag_ms = 1e9;
+    crate::engine::closed(p, users, sessions);
     p.sessions = Some(spec);
 }
 
