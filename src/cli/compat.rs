@@ -499,7 +499,7 @@ pub fn lower(a: &RunArgs) -> Result<(RunArgs, Option<VllmResult>), UsageError> {
 fn target(o: &mut RunArgs, aiperf: bool) -> Result<(), UsageError> {
     let v = &o.vllm;
     if let Some(url) = &v.base_url {
-        o.url = Some(url.clone());
+        o.url = vec![url.clone()];
     } else if v.host.is_some() || v.port.is_some() {
         let host = v.host.as_deref().unwrap_or("127.0.0.1");
         let host = if host.contains(':') && !host.starts_with('[') {
@@ -507,9 +507,9 @@ fn target(o: &mut RunArgs, aiperf: bool) -> Result<(), UsageError> {
         } else {
             host.to_string()
         };
-        o.url = Some(format!("http://{host}:{}", v.port.unwrap_or(8000)));
+        o.url = vec![format!("http://{host}:{}", v.port.unwrap_or(8000))];
     }
-    if let Some(url) = o.url.as_mut().filter(|u| aiperf && !u.contains("://")) {
+    for url in o.url.iter_mut().filter(|u| aiperf && !u.contains("://")) {
         *url = format!("http://{url}");
     }
     Ok(())
@@ -959,7 +959,7 @@ mod tests {
     fn the_issue_lines_resolve_with_vllm_meaning() {
         let p = plan(&vllm_line(&["--request-rate", "500"])).unwrap();
         assert_eq!(p.endpoint, Endpoint::Chat);
-        assert_eq!(p.target.as_ref().unwrap().port, 8000);
+        assert_eq!(p.targets[0].port, 8000);
         assert_eq!(p.model.as_deref(), Some("M"));
         assert_eq!(p.stop.request_count, Some(2000));
         assert_eq!(
@@ -1009,7 +1009,7 @@ mod tests {
         assert_eq!(p.endpoint, Endpoint::Completions, "vLLM's backend openai");
         assert_eq!((p.input_tokens, p.output_tokens), (1024, 128));
         assert!(p.workload.request.ignore_eos);
-        let t = p.target.unwrap();
+        let t = &p.targets[0];
         assert_eq!((t.host.as_str(), t.base_path.as_str()), ("h", ""));
         let ours = plan(&["--url", "http://h:8000"]).unwrap();
         let d = Plan::defaults();
@@ -1045,10 +1045,10 @@ mod tests {
     #[test]
     fn vllm_rows_map_as_the_table_says() {
         let p = plan(&["--host", "10.0.0.1", "--port", "9000", "--backend", "vllm"]).unwrap();
-        assert_eq!(p.target.unwrap().url, "http://10.0.0.1:9000");
+        assert_eq!(p.targets[0].url, "http://10.0.0.1:9000");
         assert_eq!(p.endpoint, Endpoint::Completions);
         let p = plan(&["--port", "8001"]).unwrap();
-        assert_eq!(p.target.unwrap().url, "http://127.0.0.1:8001");
+        assert_eq!(p.targets[0].url, "http://127.0.0.1:8001");
         assert_eq!(
             plan(&["--endpoint", "completions"]).unwrap().endpoint,
             Endpoint::Completions
@@ -1163,7 +1163,7 @@ mod tests {
             "20",
         ])
         .unwrap();
-        assert_eq!(p.target.unwrap().url, "http://localhost:8000");
+        assert_eq!(p.targets[0].url, "http://localhost:8000");
         assert_eq!(p.endpoint, Endpoint::Completions);
         assert!(!p.stream, "AIPerf streams only with --streaming");
         assert!(

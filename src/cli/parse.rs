@@ -190,6 +190,30 @@ pub fn parse_target(url: &str) -> Result<Target, UsageError> {
     Target::parse(url).map_err(|e| UsageError(e.0))
 }
 
+/// `--url-file FILE`: its URLs, one per line; blank lines and lines starting with `#`
+/// skipped.
+pub fn url_file(path: &std::path::Path) -> Result<Vec<String>, UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UsageError(format!(
+            "--url-file {}: {e} (give a text file, one URL per line)",
+            path.display()
+        ))
+    })?;
+    let urls: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    if urls.is_empty() {
+        return usage(format!(
+            "--url-file {}: no URL in it (one per line, like http://10.0.0.1:8000)",
+            path.display()
+        ));
+    }
+    Ok(urls)
+}
+
 /// `--header NAME:VALUE`, or vLLM's `NAME=VALUE`: split at the first `:` or `=`, neither
 /// of which a header name may hold.
 pub fn parse_header(s: &str) -> Result<(String, String), UsageError> {

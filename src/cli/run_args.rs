@@ -55,12 +55,29 @@ pub struct RunArgs {
     /// The self-check: what the client alone costs. Without --url and without any flag of
     /// load, stop or simulator, `run` instead runs the demo: the simulator at a small model's
     /// pace (TTFT 20 ms, ITL 5 ms, 128 tokens) at 50 req/s for 8 s.
-    #[arg(long, conflicts_with_all = ["url", "base_url", "host", "port"])]
+    #[arg(long, conflicts_with_all = ["url", "url_file", "base_url", "host", "port"])]
     pub self_check: bool,
 
-    /// The server, like http://host:8000 [default: the built-in simulator]
+    /// The server, like http://host:8000; repeatable [default: the simulator]
+    ///
+    /// Without --url, the built-in simulator. Several servers (replicas behind one benchmark, at most 64): each request goes to one
+    /// of them by --url-policy, a conversation's turns all to one; summary.json's
+    /// `endpoints` breaks every figure down per server.
     #[arg(long, value_name = "URL", help_heading = h::TARGET)]
-    pub url: Option<String>,
+    pub url: Vec<String>,
+    /// Servers from a file, one URL per line
+    ///
+    /// Blank lines and # comments are skipped; the file's servers come after any --url.
+    #[arg(long, value_name = "FILE", help_heading = h::TARGET)]
+    pub url_file: Option<PathBuf>,
+    /// Several servers: round-robin, random or least-in-flight
+    ///
+    /// round-robin: request i of the schedule to server i mod N, exact shares. random: a
+    /// seeded uniform draw per request. least-in-flight: the server with the fewest of the
+    /// worker's own requests in flight (per worker: workers share nothing). With --turns the
+    /// choice is per conversation.
+    #[arg(long, value_name = "POLICY", hide_possible_values = true, help_heading = h::TARGET)]
+    pub url_policy: Option<ringbench::plan::UrlPolicy>,
     /// chat, completions, or a path like /v1/completions [default: chat]
     ///
     /// With vLLM's spellings on the line, vLLM's default: /v1/completions.
@@ -437,7 +454,7 @@ pub const DEMO_DURATION_NS: u64 = 8_000_000_000;
 
 /// Flags (clap ids) that say where, how much or how fast: any of them, or any simulator flag,
 /// turns the demo off.
-const NOT_DEMO: [&str; 21] = [
+const NOT_DEMO: [&str; 22] = [
     "self_check",
     "turns",
     "users",
@@ -446,6 +463,7 @@ const NOT_DEMO: [&str; 21] = [
     "ramp_up",
     "users_ramp",
     "url",
+    "url_file",
     "base_url",
     "host",
     "port",
@@ -510,12 +528,21 @@ impl RunArgs {
         self.input_tokens.unwrap_or(DEFAULT_INPUT_TOKENS)
     }
 
+    /// The servers: every `--url`, then `--url-file`'s lines.
+    fn targets(&self) -> Result<Vec<ringbench::plan::Target>, UsageError> {
+        let mut urls = self.url.clone();
+        if let Some(path) = &self.url_file {
+            urls.extend(super::parse::url_file(path)?);
+        }
+        urls.iter().map(|u| parse_target(u)).collect()
+    }
+
     /// The plan of ringbench's own flags (vLLM's and AIPerf's already lowered).
     fn plan_of(
         &self,
         vllm_result: Option<ringbench::plan::VllmResult>,
     ) -> Result<Plan, UsageError> {
-        let target = self.url.as_deref().map(parse_target).transpose()?;
+        let targets = self.targets()?;
         let load = self.load()?;
         // A trace sends each of its lines once (warm-up ones included).
         let stop = match &load {
@@ -526,12 +553,14 @@ impl RunArgs {
             super::parse::cpus_of(self.cpus.as_deref(), self.sim_cpus.as_deref())?;
         // The simulator's settings are kept whenever they matter or were given, so that
         // `validate` can refuse them beside --url.
-        let sim = (target.is_none() || self.sim.any_set() || self.sim_cpus.is_some()).then(|| {
-            self.sim
-                .settings(sim_cpus, "ringbench-sim".into(), self.seed)
-        });
+        let sim =
+            (targets.is_empty() || self.sim.any_set() || self.sim_cpus.is_some()).then(|| {
+                self.sim
+                    .settings(sim_cpus, "ringbench-sim".into(), self.seed)
+            });
         let mut plan = Plan {
-            target,
+            targets,
+            url_policy: self.url_policy.unwrap_or_default(),
             sim,
             endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
             model: self.model.clone(),
@@ -772,7 +801,7 @@ pub(crate) mod tests {
                     duration_ns: Some(DEMO_DURATION_NS)
                 }
             );
-            assert!(p.target.is_none());
+            assert!(p.targets.is_empty());
         }
         let (p, demo) = run_plan(&["--output-tokens", "32"]).unwrap();
         assert!(
@@ -953,7 +982,7 @@ pub(crate) mod tests {
                 duration_ns: Some(5_000_000_000)
             }
         );
-        let t = p.target.unwrap();
+        let t = &p.targets[0];
         assert_eq!(
             (t.host.as_str(), t.port, t.https),
             ("127.0.0.1", 8000, false)

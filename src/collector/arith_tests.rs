@@ -635,6 +635,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "stalls",
         "sessions",
         "cancellations",
+        // Several `--url`s' breakdown: always present, null with one server.
+        "endpoints",
         // `--stages`' breakdown: always present, null without stages.
         "stages",
     ];

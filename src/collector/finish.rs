@@ -112,6 +112,10 @@ impl Collector {
                 .cancels
                 .as_ref()
                 .map(|t| t.summary(m.sent, &st.percentiles)),
+            endpoints: m
+                .endpoints
+                .as_ref()
+                .map(|t| t.summary(&st.percentiles, duration_ns)),
             stages,
             shard: facts.shard,
             clock: facts.clock,

@@ -15,6 +15,7 @@ mod arith_tests;
 mod cancels;
 pub mod definitions;
 mod dist;
+mod endpoints;
 mod finish;
 pub mod hlog;
 mod isl;
@@ -214,6 +215,8 @@ struct Measured {
     /// Requests aborted by the client on purpose (`--cancel-rate`).
     cancelled_by_client: u64,
     cancels: Option<cancels::CancelTally>,
+    /// Several `--url`s: each server's own figures.
+    endpoints: Option<endpoints::EndpointTally>,
 }
 
 /// The collector thread's state: every figure of the summary as it accumulates (bounded
@@ -266,6 +269,8 @@ impl Collector {
         let stall_ns = settings.stall_ns;
         let sessions = settings.sessions.as_ref().map(sessions::SessionTally::new);
         let cancels = settings.cancel.map(cancels::CancelTally::new);
+        let endpoints =
+            (settings.targets.len() > 1).then(|| endpoints::EndpointTally::new(&settings.targets));
         Collector {
             stream: settings.stream,
             slos: settings.goodput.clone(),
@@ -282,6 +287,7 @@ impl Collector {
                 stalls: stalls::StallTally::new(stall_ns),
                 sessions,
                 cancels,
+                endpoints,
                 ..Measured::default()
             },
             stages: stages::StageTally::new(&settings.stages, settings.shard),
@@ -367,6 +373,9 @@ impl Collector {
 impl Measured {
     fn add(&mut self, rec: &Record, stream: bool, slos: &[Slo], asked_osl: Option<u32>) {
         if let Some(t) = self.sessions.as_mut() {
+            t.add(rec, stream);
+        }
+        if let Some(t) = self.endpoints.as_mut() {
             t.add(rec, stream);
         }
         if !rec.outcome.was_sent() {

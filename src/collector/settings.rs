@@ -34,6 +34,8 @@ pub struct Settings {
     pub stages: Vec<Stage>,
     /// The part of the run this is (`--shard`): a stage's scheduled count is its share.
     pub shard: Shard,
+    /// The servers' URLs, in `--url`'s order (empty: the built-in simulator).
+    pub targets: Vec<String>,
     /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
     pub config: Value,
 }
@@ -61,6 +63,7 @@ impl Settings {
             target_session_rate: plan.target_rate().filter(|_| plan.sessions.is_some()),
             stages: plan.stages.clone(),
             shard: plan.this_shard(),
+            targets: plan.targets.iter().map(|t| t.url.clone()).collect(),
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,
         })
     }

@@ -41,6 +41,7 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
     small |= other_section(s, out)?;
     super::console_users::sessions_block(s.sessions.as_ref(), out)?;
     super::console_users::cancellations_block(s.cancellations.as_ref(), out)?;
+    super::console_users::endpoints_block(s.endpoints.as_deref(), out)?;
     small |= stages_block(s, out)?;
     super::console_server::server_block(s.server.as_ref(), out)?;
     overhead(s, out)?;

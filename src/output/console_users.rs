@@ -2,9 +2,11 @@
 //! behaved — "Sessions": how the conversations (`--turns`) ended and, per turn index, TTFT
 //! and the server's cache hits as the history grows (`summary.sessions`); "Cancelled by
 //! client": the answers abandoned on purpose and what they had received
-//! (`summary.cancellations`). Like `console.rs` it only prints what the summary holds.
+//! (`summary.cancellations`); "Endpoints": with several `--url`s, each server's share and
+//! figures (`summary.endpoints`). Like `console.rs` it only prints what the summary holds.
 
 use super::console::{num as n, row, rule};
+use crate::summary::endpoints::EndpointRow;
 use crate::summary::session::Sessions;
 use crate::summary::Cancellations;
 use std::io::{self, Write};
@@ -109,5 +111,33 @@ pub(super) fn cancellations_block(
         "Their TTFT / held (ms, median):",
         format!("{} / {}", n(c.ttft_ms.p50, 2), n(c.held_ms.p50, 2)),
     )?;
+    Ok(())
+}
+
+/// The block, for a run with several `--url`s; nothing otherwise.
+pub(super) fn endpoints_block(e: Option<&[EndpointRow]>, out: &mut impl Write) -> io::Result<()> {
+    let Some(rows) = e else {
+        return Ok(());
+    };
+    writeln!(out, "{}", rule("Endpoints", '-'))?;
+    writeln!(
+        out,
+        "  #   sent (share %)     ok  failed  req/s     TTFT p50 / P99 (ms)  ITL p50 (ms)  E2E p50 (ms)  URL"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "  {:<2}  {:>15}  {:>5}  {:>6}  {:>8}  {:>19}  {:>12}  {:>12}  {}",
+            r.endpoint,
+            format!("{} ({})", r.sent, n(r.share_percent, 1)),
+            r.ok,
+            r.failed,
+            n(r.requests_per_s, 2),
+            format!("{} / {}", n(r.ttft_ms.p50, 2), n(r.ttft_ms.p99, 2)),
+            n(r.itl_ms.p50, 2),
+            n(r.e2e_ms.p50, 2),
+            r.url,
+        )?;
+    }
     Ok(())
 }

@@ -118,6 +118,37 @@ fn latency_table(s: &Summary) -> String {
     t
 }
 
+/// With several `--url`s, one row per server; nothing otherwise.
+fn endpoints_table(s: &Summary) -> String {
+    let Some(rows) = &s.endpoints else {
+        return String::new();
+    };
+    let mut t = String::from(
+        "<h2>Endpoints</h2>\n<table><tr><th>#</th><th>URL</th><th>sent</th><th>share %</th><th>ok</th><th>failed</th><th>req/s</th><th>output tok/s</th><th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>ITL p50 (ms)</th><th>E2E p50 (ms)</th><th>E2E p99 (ms)</th></tr>\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            t,
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.endpoint,
+            escape(&r.url),
+            r.sent,
+            num(r.share_percent),
+            r.ok,
+            r.failed,
+            num(r.requests_per_s),
+            num(r.output_tokens_per_s),
+            num(r.ttft_ms.p50),
+            num(r.ttft_ms.p99),
+            num(r.itl_ms.p50),
+            num(r.e2e_ms.p50),
+            num(r.e2e_ms.p99),
+        );
+    }
+    t.push_str("</table>\n");
+    t
+}
+
 /// `dir/report.html` for one run written to `dir`.
 pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
     let value = serde_json::to_value(s).map_err(io::Error::other)?;
@@ -141,6 +172,7 @@ pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
         if s.overhead.valid { "valid" } else { "INVALID" }
     );
     b.push_str(&latency_table(s));
+    b.push_str(&endpoints_table(s));
     warnings(&mut b, &s.warnings);
     b.push_str("<h2>Plots</h2>\n");
     b.push_str(&plots_div(&svgs));

@@ -8,6 +8,7 @@ pub mod session;
 pub mod shape;
 pub mod shard;
 pub mod sim;
+pub mod targets;
 mod validate;
 pub mod workload;
 
@@ -17,6 +18,7 @@ pub use session::{SessionEnd, SessionSpec, ThinkTime};
 pub use shape::Stage;
 pub use shard::Shard;
 pub use sim::SimSettings;
+pub use targets::{UrlPolicy, MAX_TARGETS};
 pub use validate::{selector_matchers, PlanError, MAX_ARRIVALS, MAX_CPU, MAX_WORKERS};
 pub use workload::WorkloadSpec;
 
@@ -261,6 +263,22 @@ fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
     }
 }
 
+/// `targets` as written now (a list), or as a summary's `config` had it before (one object,
+/// or `null` for the simulator).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Target>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        Many(Vec<Target>),
+        One(Target),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => vec![],
+        Some(OneOrMany::One(t)) => vec![t],
+        Some(OneOrMany::Many(ts)) => ts,
+    })
+}
+
 fn bad<T>(msg: impl Into<String>) -> Result<T, PlanError> {
     Err(PlanError(msg.into()))
 }
@@ -273,8 +291,13 @@ fn bad<T>(msg: impl Into<String>) -> Result<T, PlanError> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Plan {
-    /// `None`: start the built-in simulator and benchmark it.
-    pub target: Option<Target>,
+    /// The servers under test (`--url`, repeated, or `--url-file`); empty: start the
+    /// built-in simulator and benchmark it. Read back from a summary's `config` written
+    /// before there could be several, as its one `target`.
+    #[serde(alias = "target", deserialize_with = "one_or_many")]
+    pub targets: Vec<Target>,
+    /// Which of several `targets` each request (or conversation) goes to (`--url-policy`).
+    pub url_policy: UrlPolicy,
     /// The built-in simulator's settings, used when `target` is `None` (`None`: its defaults).
     pub sim: Option<SimSettings>,
     /// The route to call (`--endpoint`).
@@ -602,7 +625,8 @@ impl Plan {
     /// A plan with the CLI's defaults: closed loop at 1 user, 100 requests, built-in simulator.
     pub fn defaults() -> Self {
         Plan {
-            target: None,
+            targets: vec![],
+            url_policy: UrlPolicy::default(),
             sim: Some(SimSettings::default()),
             endpoint: Endpoint::Chat,
             model: None,

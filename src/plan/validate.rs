@@ -395,7 +395,7 @@ impl Plan {
             return Ok(());
         };
         sim.validate("--sim-").map_err(PlanError)?;
-        if self.target.is_some() {
+        if !self.targets.is_empty() {
             return bad(
                 "--sim-* flags (--sim-ttft-ms, --sim-itl-ms, --sim-tokens-per-chunk, --sim-fault, \
                  --sim-cpus, ...) configure the built-in simulator, which does not run with \
@@ -419,7 +419,14 @@ impl Plan {
                 ));
             }
         }
-        let https = self.target.as_ref().is_some_and(|t| t.https);
+        if self.targets.len() > super::MAX_TARGETS {
+            return bad(format!(
+                "--url: {} servers; at most {} in one run (split them over shards or runs)",
+                self.targets.len(),
+                super::MAX_TARGETS
+            ));
+        }
+        let https = self.targets.iter().any(|t| t.https);
         if (self.cacert.is_some() || self.insecure) && !https {
             return bad("--cacert/--insecure apply to https:// URLs only");
         }

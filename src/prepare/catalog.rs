@@ -113,6 +113,9 @@ impl Arena {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     arena: Arc<Arena>,
+    /// Per server (`plan.targets`' order): the request line and `Host:` every request sent
+    /// there starts with (`request_head`); the entries hold the rest.
+    heads: Arc<[Box<[u8]>]>,
     entries: Arc<[Entry]>,
     salt: Option<Arc<SaltPool>>,
     /// Added to the id before it becomes salt digits (the plan's `prompt_nonce`).
@@ -137,17 +140,18 @@ impl Catalog {
     pub fn build(plan: &Plan, prepared: &Prepared, host_header: &str, model: &str) -> Catalog {
         let prompts = prepared.prompts.clone();
         let salt = prepared.salt.clone();
-        Catalog::from_prompts(plan, prompts, salt, &prepared.stats, host_header, model)
+        let head = request_head(plan.endpoint, "", host_header);
+        Catalog::from_prompts(plan, prompts, salt, &prepared.stats, vec![head], model)
     }
 
     /// `build`, consuming the prompts: each text is freed once it is bytes, so a large trace
-    /// is never held twice.
+    /// is never held twice. `heads`: each server's `request_head`.
     pub fn from_prompts(
         plan: &Plan,
         prompts: Vec<Prompt>,
         salt: Option<SaltPool>,
         stats: &WorkloadStats,
-        host_header: &str,
+        heads: Vec<Vec<u8>>,
         model: &str,
     ) -> Catalog {
         let head_extra = extra_headers(plan);
@@ -163,7 +167,7 @@ impl Catalog {
                     (Some(at), Some(pool)) => Some(locate(plan, model, &p, &body, at, pool)),
                     _ => None,
                 };
-                let bytes = request_bytes(plan.endpoint, host_header, &head_extra, &body);
+                let bytes = entry_bytes(&head_extra, &body);
                 let head_len = (bytes.len() - body.len()) as u32;
                 let messages = messages_span(plan, &p, &body).map(|m| Span {
                     at: head_len + m.at,
@@ -197,12 +201,14 @@ impl Catalog {
                 }
             })
             .collect();
-        let max_bytes = entries.iter().map(|e| e.len as usize).max().unwrap_or(0);
+        let max_head = heads.iter().map(Vec::len).max().unwrap_or(0);
+        let max_bytes = max_head + entries.iter().map(|e| e.len as usize).max().unwrap_or(0);
         let run_id = plan.sent_run_id();
         let arena = Arena::new(&all_bytes);
         drop(all_bytes);
         Catalog {
             arena: Arc::new(arena),
+            heads: heads.into_iter().map(Vec::into_boxed_slice).collect(),
             // `x-request-id: <run>-<20 digits>\r\n` at most.
             max_bytes: max_bytes + run_id.map_or(0, |r| HEADER.len() + r.as_str().len() + 25),
             run_id,
@@ -220,19 +226,20 @@ impl Catalog {
         }
     }
 
-    /// The bytes of request `id` into `out` (cleared first): its entry, with its own
+    /// The bytes of request `id` to server `to` (an index of `plan.targets`) into `out`
+    /// (cleared first): that server's request line and `Host:`, then its entry, with its own
     /// `x-request-id` (`request_id(id)`) as the head's last header, and its own salt (digits
-    /// of `id + nonce`) when salted. Returns the entry.
+    /// of `id + nonce`) when salted. Returns the entry; its places are `head_len(to)` further
+    /// in `out`, and those past its `head_end` by the `x-request-id` line's length more.
     #[inline]
-    pub fn write(&self, id: u64, out: &mut Vec<u8>) -> &Entry {
+    pub fn write(&self, id: u64, to: usize, out: &mut Vec<u8>) -> &Entry {
         let e = self.get(id);
         let bytes = self.arena.get(e.at, e.len);
         out.clear();
-        let shift = match self.request_id(id) {
-            None => {
-                out.extend_from_slice(bytes);
-                0
-            }
+        out.extend_from_slice(&self.heads[to]);
+        let mut shift = out.len();
+        match self.request_id(id) {
+            None => out.extend_from_slice(bytes),
             Some(rid) => {
                 let (head, rest) = bytes.split_at(e.head_end as usize);
                 out.extend_from_slice(head);
@@ -240,11 +247,10 @@ impl Catalog {
                 out.extend_from_slice(b": ");
                 rid.write(out);
                 out.extend_from_slice(b"\r\n");
-                let shift = out.len() - head.len();
+                shift = out.len() - head.len();
                 out.extend_from_slice(rest);
-                shift
             }
-        };
+        }
         if let (Some(spot), Some(pool)) = (e.salt, &self.salt) {
             pool.write(
                 id.wrapping_add(self.nonce),
@@ -253,6 +259,13 @@ impl Catalog {
             );
         }
         e
+    }
+
+    /// How long server `to`'s request line and `Host:` are: where an entry starts in what
+    /// `write` wrote.
+    #[inline]
+    pub fn head_len(&self, to: usize) -> usize {
+        self.heads[to].len()
     }
 
     /// What request `id` carries as `x-request-id`; `None` when the run sends none of ours.
@@ -291,11 +304,12 @@ impl Catalog {
         &self.entries[(id % self.entries.len() as u64) as usize]
     }
 
-    /// The bytes of the entry sent for `id`, before its id and salt are written.
+    /// The bytes of the entry sent for `id` to the first server, before its id and salt
+    /// are written.
     #[cfg(test)]
-    pub fn bytes(&self, id: u64) -> &[u8] {
+    pub fn bytes(&self, id: u64) -> Vec<u8> {
         let e = self.get(id);
-        self.arena.get(e.at, e.len)
+        [&self.heads[0][..], self.arena.get(e.at, e.len)].concat()
     }
 
     /// This catalog as one worker reads it, to be called on that worker's thread (so what it
@@ -412,7 +426,7 @@ fn messages_span(plan: &Plan, p: &Prompt, body: &[u8]) -> Option<Span> {
     })
 }
 
-/// Where `request_bytes` wrote the body's length.
+/// Where `entry_bytes` wrote the body's length.
 fn content_length_spot(bytes: &[u8], body_len: usize) -> Span {
     const KEY: &[u8] = b"\r\nContent-Length: ";
     let at = bytes
@@ -478,14 +492,24 @@ pub fn request_body(plan: &Plan, model: &str, prompt: &Prompt) -> Vec<u8> {
     serde_json::to_vec(&serde_json::Value::Object(body)).expect("a JSON map always serializes")
 }
 
-fn request_bytes(endpoint: Endpoint, host: &str, extra: &str, body: &[u8]) -> Vec<u8> {
+/// What a request to `route` on a server starts with: its request line (under the server's
+/// `base_path`) and `Host:`. The catalog's entries hold the rest of the head and the body.
+pub fn request_head(route: Endpoint, base_path: &str, host_header: &str) -> Vec<u8> {
+    format!(
+        "POST {base_path}{} HTTP/1.1\r\nHost: {host_header}\r\n",
+        route.path()
+    )
+    .into_bytes()
+}
+
+/// An entry's bytes: the head after the request line and `Host:`, then the body.
+fn entry_bytes(extra: &str, body: &[u8]) -> Vec<u8> {
     let mut head = String::with_capacity(256 + extra.len());
     let _ = write!(
         head,
-        "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+        "Content-Type: application/json\r\n\
          Accept: text/event-stream, application/json\r\nUser-Agent: ringbench/{}\r\n\
          Content-Length: {}\r\n{extra}\r\n",
-        endpoint.path(),
         env!("CARGO_PKG_VERSION"),
         body.len()
     );
@@ -525,7 +549,7 @@ mod tests {
         assert_eq!(cat.len(), 100);
         let e = cat.get(101);
         assert_eq!((e.input_tokens, e.output_tokens), (7, 33));
-        let (path, body, auth) = parse(cat.bytes(101));
+        let (path, body, auth) = parse(&cat.bytes(101));
         assert_eq!(path, "/v1/chat/completions");
         assert_eq!(body["model"], "m\"odel");
         assert_eq!(body["max_tokens"], 33);
@@ -577,8 +601,8 @@ mod tests {
         let sent = Catalog::build(&plan, &prepared, "h:1", "m");
         let (mut a, mut b) = (vec![], vec![]);
         for id in [0, 9, 101, 123_456_789, u64::MAX] {
-            unsent.write(id, &mut a);
-            sent.write(id, &mut b);
+            unsent.write(id, 0, &mut a);
+            sent.write(id, 0, &mut b);
             let (none, body_a) = id_and_body(&a);
             let (rid, body_b) = id_and_body(&b);
             assert_eq!(none, None);
@@ -600,7 +624,7 @@ mod tests {
         plan.headers = vec![("X-Request-ID".into(), "mine".into())];
         let users = Catalog::build(&plan, &prepared, "h:1", "m");
         assert_eq!(users.request_id(3), None, "the user's header wins");
-        users.write(3, &mut b);
+        users.write(3, 0, &mut b);
         assert_eq!(id_and_body(&b).0.as_deref(), Some("mine"));
     }
 
@@ -630,8 +654,8 @@ mod tests {
         );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for id in [0, 1, 5, 1023, 1024, 77_777] {
-            cat.write(id, &mut a);
-            own.write(id, &mut b);
+            cat.write(id, 0, &mut a);
+            own.write(id, 0, &mut b);
             assert_eq!(a, b, "request {id}");
         }
         // The arena's padding is unused: nothing but the requests' bytes between its ends.
@@ -652,7 +676,7 @@ mod tests {
         r.extra_body =
             Some(serde_json::from_str(r#"{"top_p":0.9,"max_tokens":12,"seed":1}"#).unwrap());
         let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h", "m");
-        let (path, body, _) = parse(cat.bytes(0));
+        let (path, body, _) = parse(&cat.bytes(0));
         assert_eq!(path, "/v1/completions");
         assert!(body["prompt"].is_string());
         assert_eq!(body["ignore_eos"], true);

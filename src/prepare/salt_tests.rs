@@ -17,7 +17,7 @@ use tokenizers::Tokenizer;
 /// The body of the request `cat` gives a worker for `id`.
 fn body(cat: &Catalog, id: u64) -> serde_json::Value {
     let mut out = vec![];
-    cat.write(id, &mut out);
+    cat.write(id, 0, &mut out);
     let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let len: usize = std::str::from_utf8(&out[..at])
         .unwrap()
@@ -152,8 +152,8 @@ fn another_nonce_sends_other_prompts_and_the_same_nonce_the_same_bytes() {
     let cat = catalog(&p);
     let mut x = vec![];
     let mut y = vec![];
-    cat.write(17, &mut x);
-    cat.write(17, &mut y);
+    cat.write(17, 0, &mut x);
+    cat.write(17, 0, &mut y);
     assert_eq!(x, y);
 }
 

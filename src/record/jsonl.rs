@@ -11,7 +11,7 @@
 //! # Format (one JSON object per line, one line per record, warm-up included)
 //!
 //! ```text
-//! {"id":7,"request_id":"5f3a9c01-7","server_request_id":"5f3a9c01-7","worker":0,"warmup":false,"outcome":"ok","status":200,
+//! {"id":7,"request_id":"5f3a9c01-7","server_request_id":"5f3a9c01-7","worker":0,"endpoint":0,"warmup":false,"outcome":"ok","status":200,
 //!  "intended_ns":1000,"sent_ns":1200,"head_ns":5000,"first_token_ns":9000,
 //!  "first_output_ns":9000,"last_token_ns":19000,"done_ns":19500,
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
@@ -26,6 +26,9 @@
 //!   `--header` of that name, or never sent); `server_request_id` is the `x-request-id` the
 //!   server's response head carried (the same when it echoes ours, its own when it made one),
 //!   `null` when it sent none. Lines without them (written before they existed) read as `null`.
+//! - `endpoint` is the server it went to: an index of `--url`'s in the order given
+//!   (`summary.json`'s `config.targets` and `endpoints`), 0 with one server; a line without
+//!   it (written before it existed) reads as 0.
 //! - `outcome` is `Outcome::name` (`ok`, `not_sent`, `cancelled`, `http_status`, …);
 //!   `status` is the HTTP status (0 when no head arrived).
 //! - `input_source` is `tokenizer` (the client tokenizer's exact count) or `approximate` (one
@@ -89,6 +92,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
         true => push(buf, "null"),
     }
     key_u64(buf, "worker", r.worker.into());
+    key_u64(buf, "endpoint", r.endpoint.into());
     push(
         buf,
         if r.warmup {
@@ -306,7 +310,13 @@ mod tests {
             any::<u32>(),
         );
         (
-            (any::<u64>(), any::<u16>(), any::<bool>(), any::<bool>()),
+            (
+                any::<u64>(),
+                any::<u16>(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<u16>(),
+            ),
             (
                 0..Outcome::ALL.len(),
                 any::<u16>(),
@@ -338,6 +348,7 @@ mod tests {
                 }),
                 server_request_id: rid.1.into_bytes(),
                 worker: ids.1,
+                endpoint: ids.4,
                 warmup: ids.2 || ids.3,
                 warmup_by: crate::record::WarmupBy {
                     count: ids.2,

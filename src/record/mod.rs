@@ -332,6 +332,11 @@ pub struct Record {
     pub server_request_id: Vec<u8>,
     /// Index of the worker that ran it.
     pub worker: u16,
+    /// Which server it went to: an index of `--url`'s, in the order given (the summary's
+    /// `endpoints` rows); 0 with one server. Logs written before there could be several
+    /// lack it.
+    #[serde(default)]
+    pub endpoint: u16,
     /// Excluded from every figure (by `--warmup-requests` or `--warmup-duration`).
     pub warmup: bool,
     /// How it ended.

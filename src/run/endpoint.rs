@@ -11,12 +11,21 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Where to send, and what to send as `Host:`.
+/// Where the requests go: every `--url`'s server, in order, or the built-in simulator.
+pub(super) struct Endpoints {
+    pub list: Vec<Endpoint>,
+    /// The in-process simulator (the one endpoint) when no URL was given.
+    pub sim: Option<crate::sim::SimHandle>,
+}
+
+/// One server: where to send, and what to send as `Host:`.
 pub(super) struct Endpoint {
     pub addr: SocketAddr,
     pub host_header: String,
+    /// Scheme, authority and path prefix, without a trailing `/`.
     pub base_url: String,
-    pub sim: Option<crate::sim::SimHandle>,
+    /// The path prefix every route goes under (usually empty).
+    pub base_path: String,
     /// `https://`: the client config and the name the certificate must carry.
     pub tls: Option<TlsTarget>,
 }
@@ -26,10 +35,19 @@ pub(super) struct TlsTarget {
     host: String,
 }
 
-pub(super) fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
-    let Some(t) = &plan.target else {
+pub(super) fn resolve(plan: &Plan) -> Result<Endpoints, RunError> {
+    if plan.targets.is_empty() {
         return start_sim(plan);
-    };
+    }
+    let list = plan
+        .targets
+        .iter()
+        .map(|t| resolve_one(plan, t))
+        .collect::<Result<_, _>>()?;
+    Ok(Endpoints { list, sim: None })
+}
+
+fn resolve_one(plan: &Plan, t: &crate::plan::Target) -> Result<Endpoint, RunError> {
     let tls = match t.https {
         true => Some(TlsTarget {
             config: crate::http::tls::client_config(plan.cacert.as_deref(), plan.insecure)?,
@@ -50,12 +68,12 @@ pub(super) fn resolve(plan: &Plan) -> Result<Endpoint, RunError> {
         addr,
         host_header: t.host_header(),
         base_url: t.url.trim_end_matches('/').to_string(),
-        sim: None,
+        base_path: t.base_path.clone(),
         tls,
     })
 }
 
-fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
+fn start_sim(plan: &Plan) -> Result<Endpoints, RunError> {
     let cfg = crate::sim::SimConfig {
         io_driver: plan.io_driver,
         settings: plan.sim.clone().unwrap_or_default(),
@@ -63,13 +81,25 @@ fn start_sim(plan: &Plan) -> Result<Endpoint, RunError> {
     };
     let handle = crate::sim::start(cfg).map_err(RunError::Sim)?;
     let addr = handle.addr;
-    Ok(Endpoint {
+    let ep = Endpoint {
         addr,
         host_header: addr.to_string(),
         base_url: format!("http://{addr}"),
-        sim: Some(handle),
+        base_path: String::new(),
         tls: None,
+    };
+    Ok(Endpoints {
+        list: vec![ep],
+        sim: Some(handle),
     })
+}
+
+impl Endpoint {
+    /// The request line and `Host:` of a POST to `route` on this server: what the catalog's
+    /// requests start with when they go here.
+    pub(super) fn request_head(&self, route: crate::plan::Endpoint) -> Vec<u8> {
+        crate::prepare::catalog::request_head(route, &self.base_path, &self.host_header)
+    }
 }
 
 trait ReadWrite: Read + Write {}
@@ -99,8 +129,8 @@ fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
         }
     };
     let mut req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        ep.host_header
+        "GET {}{path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+        ep.base_path, ep.host_header
     );
     if let Some(key) = &plan.api_key {
         req.push_str(&format!("Authorization: Bearer {key}\r\n"));
@@ -132,6 +162,22 @@ fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
 /// How often `wait_ready` asks, and how often it says it is still waiting.
 const READY_POLL: Duration = Duration::from_millis(500);
 const READY_NOTE_EVERY: Duration = Duration::from_secs(5);
+
+/// `--wait-ready` for every server, one after the other, all within `limit_ns`.
+pub(super) fn wait_all_ready(
+    eps: &Endpoints,
+    plan: &Plan,
+    limit_ns: u64,
+    interrupt: &std::sync::atomic::AtomicBool,
+    note: &mut dyn FnMut(&str),
+) -> Result<(), RunError> {
+    let start = std::time::Instant::now();
+    for ep in &eps.list {
+        let spent = start.elapsed().as_nanos() as u64;
+        wait_ready(ep, plan, limit_ns.saturating_sub(spent), interrupt, note)?;
+    }
+    Ok(())
+}
 
 /// `--wait-ready`: asks `GET /health`, and where that is not served (404, 405) `GET
 /// /v1/models`, every `READY_POLL` until one answers 200, for at most `limit_ns`; a line to
@@ -242,16 +288,19 @@ pub(super) fn tls_connector(ep: &Endpoint) -> Result<Option<worker::TlsClient>, 
     match *t.config {}
 }
 
-/// The model the requests name: the plan's, or the first the server lists. With a model
-/// given over `https://`, one handshake first, so a certificate problem is one clear error
-/// before the run, not one per connection.
-pub(super) fn model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
+/// The model the requests name: the plan's, or the first the first server lists (several
+/// servers behind one benchmark serve the same model). With a model given, one handshake
+/// with each `https://` server first, so a certificate problem is one clear error before
+/// the run, not one per connection.
+pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
     let Some(m) = &plan.model else {
-        return discover_model(ep, plan);
+        return discover_model(&eps.list[0], plan);
     };
-    if let Some(t) = &ep.tls {
-        let limit = Duration::from_nanos(plan.connect_timeout_ns);
-        crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
+    for ep in &eps.list {
+        if let Some(t) = &ep.tls {
+            let limit = Duration::from_nanos(plan.connect_timeout_ns);
+            crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
+        }
     }
     Ok(m.clone())
 }

@@ -146,28 +146,24 @@ pub fn run_with(
     let mut prepared = crate::prepare::prepare(plan)?;
     observer.on_prepared(plan, &prepared.stats);
     let started_at = crate::rt::clock::rfc3339_now();
-    let ep = endpoint::resolve(plan)?;
+    let eps = endpoint::resolve(plan)?;
     if let Some(limit_ns) = plan.wait_ready_ns {
-        endpoint::wait_ready(&ep, plan, limit_ns, interrupt, &mut |n| observer.on_note(n))?;
+        endpoint::wait_all_ready(&eps, plan, limit_ns, interrupt, &mut |n| {
+            observer.on_note(n)
+        })?;
     }
-    // Held until the run returns; the kernel releases it on any other exit.
-    let _lock = match &plan.target {
-        Some(t) if !plan.allow_concurrent => Some(lock::acquire(
-            &format!("{}{}", ep.addr, t.base_path),
-            &started_at,
-        )?),
-        _ => None,
-    };
-    let model = endpoint::model(&ep, plan)?;
-    let catalog = catalog(plan, &mut prepared, &ep, &model);
+    // Held until the run returns; the kernel releases them on any other exit.
+    let _locks = locks(plan, &eps, &started_at)?;
+    let model = endpoint::model(&eps, plan)?;
+    let catalog = catalog(plan, &mut prepared, &eps, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let clock = run_clock(plan);
     let (origin_unix_ns, offset_uncertainty_ns) = crate::rt::clock::wall_origin(&clock);
-    let mut scraping = server::Scraping::start(plan, &ep, &clock);
+    let mut scraping = server::Scraping::start(plan, &eps, &clock);
     scraping.notes.iter().for_each(|n| observer.on_note(n));
     let net_before = NetCounters::read();
-    let mut started = workers::start(plan, &ep, &catalog, clock, origin_unix_ns)?;
+    let mut started = workers::start(plan, &eps, &catalog, clock, origin_unix_ns)?;
     let mut links = std::mem::take(&mut started.links);
     let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
@@ -205,7 +201,7 @@ pub fn run_with(
         interrupted: started.shared.stop.load(Ordering::Relaxed),
         warnings,
         workers: ends.into_iter().map(|e| e.stats).collect(),
-        sim: ep
+        sim: eps
             .sim
             .map(|s| serde_json::to_value(s.stop()).unwrap_or_default()),
         workload: Some(workload),
@@ -214,12 +210,29 @@ pub fn run_with(
     finish(plan, collector, facts, scrapes)
 }
 
+/// One lock per server (a URL given twice is one server), unless `--allow-concurrent` or
+/// the run's own simulator.
+fn locks(
+    plan: &Plan,
+    eps: &endpoint::Endpoints,
+    started_at: &str,
+) -> Result<Vec<lock::EndpointLock>, RunError> {
+    if plan.allow_concurrent || eps.sim.is_some() {
+        return Ok(vec![]);
+    }
+    let keys: std::collections::BTreeSet<String> = (eps.list.iter())
+        .map(|ep| format!("{}{}", ep.addr, ep.base_path))
+        .collect();
+    let locks = keys.iter().map(|key| lock::acquire(key, started_at));
+    Ok(locks.collect::<Result<Vec<_>, _>>()?)
+}
+
 /// The requests' bytes, made once for every worker. The prompts are dropped as they become
 /// bytes: a trace's may take a gigabyte.
 fn catalog(
     plan: &Plan,
     prepared: &mut crate::prepare::Prepared,
-    ep: &endpoint::Endpoint,
+    eps: &endpoint::Endpoints,
     model: &str,
 ) -> Catalog {
     let prompts = std::mem::take(&mut prepared.prompts);
@@ -228,7 +241,10 @@ fn catalog(
         prompts,
         prepared.salt.take(),
         &prepared.stats,
-        &ep.host_header,
+        eps.list
+            .iter()
+            .map(|ep| ep.request_head(plan.endpoint))
+            .collect(),
         model,
     )
 }

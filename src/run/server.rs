@@ -7,7 +7,7 @@
 //! after the last record a Prometheus server is asked for the window
 //! (`scrape::prometheus::read`). It never prints: what it has to say is returned as notes.
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, Endpoints};
 use crate::plan::Plan;
 use crate::rt::clock::RunClock;
 use crate::scrape::prometheus::{PromSettings, PromWindow};
@@ -82,9 +82,9 @@ impl Querying {
     }
 }
 
-/// `<base>/metrics` of the target, or of the built-in simulator.
-fn base_metrics_url(plan: &Plan, ep: &Endpoint) -> String {
-    match &plan.target {
+/// `<base>/metrics` of a target, or of the built-in simulator.
+fn base_metrics_url(target: Option<&crate::plan::Target>, ep: &Endpoint) -> String {
+    match target {
         Some(t) => {
             let scheme = if t.https { "https" } else { "http" };
             let host = match t.host.contains(':') {
@@ -97,12 +97,44 @@ fn base_metrics_url(plan: &Plan, ep: &Endpoint) -> String {
     }
 }
 
+/// `<base>/metrics` of every server that answers one probe with Prometheus text, a note for
+/// each saying whether it is scraped and why not.
+fn probe_pages(
+    plan: &Plan,
+    eps: &Endpoints,
+    get: &GetOptions,
+    every: &str,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let mut found = vec![];
+    for (i, ep) in eps.list.iter().enumerate() {
+        let url = base_metrics_url(plan.targets.get(i), ep);
+        match crate::scrape::probe_with(&url, PROBE_TIMEOUT, get) {
+            Ok(info) => {
+                let engine = info
+                    .engine
+                    .map_or("no known engine's".into(), |e| format!("{}'s", e.key()));
+                notes.push(format!(
+                    "server metrics: {url} answers Prometheus text ({} families, {engine}); \
+                     scraped {every} (--no-server-metrics skips it)",
+                    info.families
+                ));
+                found.push(url);
+            }
+            Err(e) => notes.push(format!(
+                "server metrics: not scraped, {url}: {e} (--server-metrics URL names the page)"
+            )),
+        }
+    }
+    found
+}
+
 impl Scraping {
     /// Starts scraping for `plan` (nothing with `--no-server-metrics`, or when the probe of
     /// `<base>/metrics` finds no Prometheus text there), with one round taken before this
     /// returns so the window opens before the first request. Runs after the output folder
     /// exists (the thread writes `server_metrics.jsonl` there).
-    pub(super) fn start(plan: &Plan, ep: &Endpoint, clock: &RunClock) -> Scraping {
+    pub(super) fn start(plan: &Plan, eps: &Endpoints, clock: &RunClock) -> Scraping {
         let mut s = Scraping {
             scraper: None,
             warmup_open: plan.warmup_requests > 0 || plan.warmup_duration_ns > 0,
@@ -128,27 +160,11 @@ impl Scraping {
         }
         let every = format!("every {} ms", spec.interval_ns / 1_000_000);
         let urls = if spec.urls.is_empty() {
-            let url = base_metrics_url(plan, ep);
-            match crate::scrape::probe_with(&url, PROBE_TIMEOUT, &get) {
-                Ok(info) => {
-                    let engine = info
-                        .engine
-                        .map_or("no known engine's".into(), |e| format!("{}'s", e.key()));
-                    s.notes.push(format!(
-                        "server metrics: {url} answers Prometheus text ({} families, {engine}); \
-                         scraped {every} (--no-server-metrics skips it)",
-                        info.families
-                    ));
-                    vec![url]
-                }
-                Err(e) => {
-                    s.notes.push(format!(
-                        "server metrics: not scraped, {url}: {e} (--server-metrics URL names \
-                         the page)"
-                    ));
-                    return s;
-                }
+            let found = probe_pages(plan, eps, &get, &every, &mut s.notes);
+            if found.is_empty() {
+                return s;
             }
+            found
         } else {
             spec.urls.clone()
         };

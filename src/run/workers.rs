@@ -3,7 +3,7 @@
 //! and its own link to the collector (`record::handoff`: records out, spare buffers back) —
 //! started together and joined. Never prints.
 
-use super::endpoint::{tls_connector, Endpoint};
+use super::endpoint::{tls_connector, Endpoints};
 use super::RunError;
 use crate::plan::{Load, Plan};
 use crate::prepare::catalog::Catalog;
@@ -44,7 +44,7 @@ pub(super) struct Started {
 /// origin on the wall clock), however late the workers are for it.
 pub(super) fn start(
     plan: &Plan,
-    ep: &Endpoint,
+    eps: &Endpoints,
     catalog: &Catalog,
     clock: RunClock,
     origin_unix_ns: u64,
@@ -62,20 +62,29 @@ pub(super) fn start(
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let mut starts = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(plan.cpus.len());
+    let dests = eps
+        .list
+        .iter()
+        .map(|ep| {
+            Ok(worker::Dest {
+                addr: ep.addr,
+                tls: tls_connector(ep)?,
+            })
+        })
+        .collect::<Result<Vec<_>, RunError>>()?;
     for (index, &cpu) in plan.cpus.iter().enumerate() {
         let setup = WorkerSetup {
             index,
             workers: plan.cpus.len(),
             cpu,
             plan: plan_arc.clone(),
-            addr: ep.addr,
+            dests: dests.clone(),
             catalog: catalog.clone(),
             clock,
             start_ns: 0,
             schedule: schedule.clone(),
             lane_cap: lane_cap(plan, index, fd_budget),
             shared: shared.clone(),
-            tls: tls_connector(ep)?,
         };
         let (worker_link, collector_link) = handoff::link(record_ring, spare_ring);
         let (start_tx, start_rx) = std::sync::mpsc::channel();
@@ -131,7 +140,7 @@ const FD_RESERVE: u64 = 256;
 fn fd_budget(plan: &Plan) -> u64 {
     let limit = crate::rt::fd::raise_fd_limit();
     let usable = limit.saturating_sub(FD_RESERVE).max(16);
-    if plan.target.is_none() {
+    if plan.targets.is_empty() {
         usable / 2
     } else {
         usable

@@ -7,6 +7,7 @@
 //! Units are in the key names (`latency_ms`, `duration_s`, `_per_s`). A figure that cannot be
 //! computed (no samples, zero duration, no SLO given) is `null`, never a made-up 0.
 
+pub mod endpoints;
 pub mod metric;
 pub mod series;
 pub mod server;
@@ -193,6 +194,10 @@ pub struct Summary {
     /// received; `null` without `--cancel-rate`.
     #[serde(default)]
     pub cancellations: Option<Cancellations>,
+    /// With several `--url`s: each server's counts, throughput and latencies, in `--url`'s
+    /// order; `null` with one server.
+    #[serde(default)]
+    pub endpoints: Option<Vec<endpoints::EndpointRow>>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed

@@ -97,7 +97,13 @@ async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>) -> ReadResult {
 
 /// A lane's connection state, reused across requests.
 pub(super) struct Conn {
+    /// The connection kept alive to `server`.
     stream: Option<Stream>,
+    /// The server `stream` goes to (an index of the plan's targets).
+    server: usize,
+    /// A closed-loop user's kept-alive connections to the other servers, by server; empty
+    /// for an open-loop lane, which holds one connection and closes it to go elsewhere.
+    parked: Vec<Option<Stream>>,
     parser: ResponseParser,
     buf: Vec<u8>,
     /// The request being sent: its catalog entry copied, its own salt written in.
@@ -111,15 +117,23 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(ctx: &Ctx) -> Self {
+    /// `keep_all`: keep a connection to each server sent to (a closed-loop user), not only
+    /// to the last one (an open-loop lane).
+    pub(super) fn new(ctx: &Ctx, keep_all: bool) -> Self {
         let mut parser = ResponseParser::new(Limits::default());
         // The collector counts output tokens from the text only when there is a tokenizer;
         // otherwise the text is never copied.
         // A conversation sends each reply back in its history: always copied then.
         let plan = &ctx.setup.plan;
         parser.capture_text(plan.workload.tokenizer.is_some() || plan.sessions.is_some());
+        let servers = ctx.setup.dests.len();
         Conn {
             stream: None,
+            server: 0,
+            parked: match keep_all && servers > 1 {
+                true => (0..servers).map(|_| None).collect(),
+                false => Vec::new(),
+            },
             parser,
             buf: Vec::with_capacity(READ_BUF_BYTES),
             out: Vec::with_capacity(ctx.setup.catalog.max_request_bytes()),
@@ -129,8 +143,24 @@ impl Conn {
         }
     }
 
+    /// Makes server `to` the one the next exchange goes to: its kept connection (if any)
+    /// becomes the current one; the current one is parked, or closed by a lane that keeps
+    /// only one.
+    pub(super) fn go_to(&mut self, to: usize) {
+        if to == self.server {
+            return;
+        }
+        let current = self.stream.take();
+        if let Some(slot) = self.parked.get_mut(self.server) {
+            *slot = current;
+        }
+        self.stream = self.parked.get_mut(to).and_then(Option::take);
+        self.server = to;
+    }
+
     pub(super) async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
-        let input_tokens = ctx.setup.catalog.write(job.id, &mut self.out).input_tokens;
+        let catalog = &ctx.setup.catalog;
+        let input_tokens = catalog.write(job.id, job.to, &mut self.out).input_tokens;
         let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
         self.exchange_written(ctx, job, input_tokens, warmup_by)
             .await
@@ -156,9 +186,11 @@ impl Conn {
             .cancel
             .filter(|c| c.cancels(s.plan.seed, job.id))
             .map(|c| c.after);
+        self.go_to(job.to);
         let spare = ctx.spare();
         let mut rec = Record {
             id: job.id,
+            endpoint: job.to as u16,
             worker: s.index as u16,
             warmup: warmup_by.any(),
             warmup_by,
@@ -230,12 +262,15 @@ impl Conn {
         let s = &ctx.setup;
         let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
         let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
-        let stream = match monoio::time::timeout(limit, TcpStream::connect_addr(s.addr)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
-        };
+        let stream =
+            match monoio::time::timeout(limit, TcpStream::connect_addr(s.dests[self.server].addr))
+                .await
+            {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
+            };
         let _ = stream.set_nodelay(true);
-        let stream = match &s.tls {
+        let stream = match &s.dests[self.server].tls {
             None if s.plan.rx_timestamps => stamped(ctx, stream),
             None => Stream::Plain(stream),
             // The handshake is part of connecting: bounded by the same timeout, and a

@@ -20,6 +20,8 @@ use std::time::Duration;
 pub struct Job {
     pub id: u64,
     pub intended_ns: u64,
+    /// The server it goes to (`Ctx::route`): an index of the plan's targets.
+    pub to: usize,
 }
 
 /// Connections a worker may be opening at once. Past this an arrival that needs a new lane
@@ -67,10 +69,13 @@ pub struct Lane {
     job: Cell<Option<Job>>,
     closed: Cell<bool>,
     waker: Cell<Option<Waker>>,
+    /// The server its connection goes to (its last job's): the idle stack it returns to.
+    server: Cell<usize>,
 }
 
 impl Lane {
     pub fn dispatch(&self, job: Job) {
+        self.server.set(job.to);
         self.job.set(Some(job));
         if let Some(w) = self.waker.take() {
             w.wake();
@@ -99,7 +104,8 @@ impl Lane {
     }
 }
 
-/// The open loop's lanes: idle ones on a stack, at most `cap` in all.
+/// The open loop's lanes: idle ones on a stack per server (so a request finds a connection
+/// to its server kept alive), at most `cap` in all.
 pub struct Lanes {
     ctx: Rc<Ctx>,
     cap: usize,
@@ -109,7 +115,10 @@ pub struct Lanes {
 
 #[derive(Default)]
 struct LanesState {
-    idle: RefCell<Vec<Rc<Lane>>>,
+    /// By server.
+    idle: RefCell<Vec<Vec<Rc<Lane>>>>,
+    /// How many lanes `idle` holds in all.
+    idle_count: Cell<usize>,
     all: RefCell<Vec<Rc<Lane>>>,
     busy: Cell<usize>,
     /// The pacer, waiting for a lane to come back (at the cap, or draining).
@@ -118,7 +127,8 @@ struct LanesState {
 
 impl LanesState {
     fn release(&self, lane: Rc<Lane>) {
-        self.idle.borrow_mut().push(lane);
+        self.idle.borrow_mut()[lane.server.get()].push(lane);
+        self.idle_count.set(self.idle_count.get() + 1);
         self.busy.set(self.busy.get() - 1);
         if let Some(w) = self.waiter.take() {
             w.wake();
@@ -126,28 +136,50 @@ impl LanesState {
     }
 }
 
+impl LanesState {
+    /// An idle lane of server `to`, or with `any` one of another server's (the one with
+    /// the most idle lanes).
+    fn take_idle(&self, to: usize, any: bool) -> Option<Rc<Lane>> {
+        let mut idle = self.idle.borrow_mut();
+        let lane = match idle[to].pop() {
+            Some(lane) => lane,
+            None if any => idle.iter_mut().max_by_key(|s| s.len())?.pop()?,
+            None => return None,
+        };
+        self.idle_count.set(self.idle_count.get() - 1);
+        self.busy.set(self.busy.get() + 1);
+        Some(lane)
+    }
+}
+
 impl Lanes {
     pub fn new(ctx: Rc<Ctx>, cap: usize) -> Self {
+        let servers = ctx.setup.dests.len().max(1);
+        let state = LanesState {
+            idle: RefCell::new(vec![Vec::new(); servers]),
+            ..LanesState::default()
+        };
         Lanes {
             ctx,
             cap,
-            state: Rc::new(LanesState::default()),
+            state: Rc::new(state),
             tasks: RefCell::new(Vec::new()),
         }
     }
 
-    /// An idle lane, a new one below the cap, or the first one to come back.
+    /// An idle lane of server `to`, a new one below the cap, at the cap an idle lane of
+    /// another server (it closes its connection and opens one to `to`), or the first one to
+    /// come back.
     ///
     /// Before opening a lane it lets the ready completions run once: when the worker is behind,
     /// every due arrival comes here without the loop yielding, so answers already waiting in
     /// the kernel were not read, their lanes not released, and each arrival opened a new
     /// connection (CPU on both ends), which put the worker further behind. At 40,000 req/s a
     /// 1–3 ms preemption grew that way to 17,000 connections and seconds of lag.
-    pub async fn acquire(&self) -> Rc<Lane> {
+    pub async fn acquire(&self, to: usize) -> Rc<Lane> {
         let mut passed = false;
         loop {
-            if let Some(lane) = self.state.idle.borrow_mut().pop() {
-                self.state.busy.set(self.state.busy.get() + 1);
+            if let Some(lane) = self.state.take_idle(to, false) {
                 return lane;
             }
             if !passed && self.state.busy.get() > 0 {
@@ -158,7 +190,12 @@ impl Lanes {
             let below_cap = self.state.all.borrow().len() < self.cap;
             if below_cap && !self.ctx.connects.is_full() {
                 self.state.busy.set(self.state.busy.get() + 1);
-                return self.spawn_lane(false);
+                return self.spawn_lane(false, to);
+            }
+            if !below_cap {
+                if let Some(lane) = self.state.take_idle(to, true) {
+                    return lane;
+                }
             }
             {
                 let mut c = self.ctx.counters.borrow_mut();
@@ -177,14 +214,16 @@ impl Lanes {
     /// (io_uring's connect op completed 4 ms late at a run's start), and without warm lanes
     /// the first arrivals of a fast schedule each waited for one: a burst at start-up.
     pub fn warm(&self, n: usize) {
-        for _ in 0..n.min(self.cap).min(MAX_CONNECTING) {
+        let servers = self.ctx.setup.dests.len().max(1);
+        for k in 0..n.min(self.cap).min(MAX_CONNECTING) {
             self.state.busy.set(self.state.busy.get() + 1);
-            self.spawn_lane(true);
+            self.spawn_lane(true, k % servers);
         }
     }
 
-    fn spawn_lane(&self, warm: bool) -> Rc<Lane> {
+    fn spawn_lane(&self, warm: bool, to: usize) -> Rc<Lane> {
         let lane = Rc::new(Lane::default());
+        lane.server.set(to);
         self.state.all.borrow_mut().push(lane.clone());
         // Counted from now, not from when the task first runs: a burst of due arrivals
         // opens lanes faster than their tasks start.
@@ -196,11 +235,11 @@ impl Lanes {
     }
 
     async fn wait_for_release(&self) {
-        let before = self.state.idle.borrow().len();
+        let before = self.state.idle_count.get();
         let gate = &self.ctx.connects;
         let was_full = gate.is_full();
         poll_fn(|cx| {
-            let idle_grew = self.state.idle.borrow().len() > before;
+            let idle_grew = self.state.idle_count.get() > before;
             if idle_grew || self.state.busy.get() == 0 || (was_full && !gate.is_full()) {
                 return Poll::Ready(());
             }
@@ -232,7 +271,8 @@ async fn lane_task(
     opening: ConnectGuard,
     warm: bool,
 ) {
-    let mut conn = Conn::new(&ctx);
+    let mut conn = Conn::new(&ctx, false);
+    conn.go_to(lane.server.get());
     conn.opening = Some(opening);
     let mut session = ctx
         .setup
@@ -250,13 +290,14 @@ async fn lane_task(
         match session.as_mut() {
             // The job is a session's start: its turns run here, one record each.
             Some(bufs) => {
-                session::run(&ctx, &mut conn, bufs, job.id, job.intended_ns).await;
+                session::run(&ctx, &mut conn, bufs, job).await;
             }
             None => {
                 let rec = conn.exchange(&ctx, job).await;
                 ctx.emit(rec);
             }
         }
+        ctx.arrived(job.to);
         state.release(lane.clone());
     }
 }
@@ -290,7 +331,8 @@ pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
         .stop
         .request_count
         .map(|c| c + s.plan.warmup_requests);
-    let mut conn = Conn::new(&ctx);
+    // A user keeps a connection to every server it sent to, as a browser's pool does.
+    let mut conn = Conn::new(&ctx, true);
     let mut session = s.plan.sessions.is_some().then(|| SessionBufs::new(&ctx));
     // The end of this user's previous request: the next one's intended time.
     let mut previous_done_ns: Option<u64> = starts_at;
@@ -320,17 +362,23 @@ pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
             }
             intended_ns = s.clock.now_ns();
         }
+        let job = Job {
+            id,
+            intended_ns,
+            to: ctx.route(id),
+        };
         previous_done_ns = Some(match session.as_mut() {
             // With `--turns` the claim is a session: the user holds its whole conversation.
-            Some(bufs) => session::run(&ctx, &mut conn, bufs, id, intended_ns).await,
+            Some(bufs) => session::run(&ctx, &mut conn, bufs, job).await,
             None => {
-                let rec = conn.exchange(&ctx, Job { id, intended_ns }).await;
+                let rec = conn.exchange(&ctx, job).await;
                 // `exchange` ends every record with a `done_ns`; the fallback is never taken.
                 let done = rec.done_ns.unwrap_or_else(|| s.clock.now_ns());
                 ctx.emit(rec);
                 done
             }
         });
+        ctx.arrived(job.to);
         if entry == gate::Entry::Warmup {
             gate.left();
         }
@@ -479,6 +527,7 @@ mod tests {
         lane.dispatch(Job {
             id: 7,
             intended_ns: 42,
+            to: 0,
         });
         assert_eq!(woken.0.load(AtomicOrdering::SeqCst), 1);
         match poll_once(next.as_mut(), &w) {

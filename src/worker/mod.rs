@@ -100,7 +100,8 @@ pub struct WorkerSetup {
     pub workers: usize,
     pub cpu: usize,
     pub plan: Arc<Plan>,
-    pub addr: SocketAddr,
+    /// The servers, in `plan.targets`' order (the simulator alone without one).
+    pub dests: Vec<Dest>,
     /// The run's catalog; the worker reads its own copy of it (`Catalog::for_worker`, made on
     /// its thread before the start).
     pub catalog: Catalog,
@@ -115,7 +116,13 @@ pub struct WorkerSetup {
     /// the clock starts, because building it walks every arrival.
     pub schedule: Option<Schedule>,
     pub shared: Arc<Shared>,
-    /// `https://` targets: every new connection shakes hands with this.
+}
+
+/// One server a worker connects to.
+#[derive(Clone)]
+pub struct Dest {
+    pub addr: SocketAddr,
+    /// `https://`: every new connection shakes hands with this.
     pub tls: Option<TlsClient>,
 }
 
@@ -207,6 +214,9 @@ pub(crate) struct Ctx {
     pub connects: Rc<lane::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
     pub kernel_rx: rxstamp::Tally,
+    /// Per server: this worker's requests (with `--turns`, sessions) in flight there, for
+    /// `--url-policy least-in-flight`.
+    in_flight: RefCell<Box<[u32]>>,
 }
 
 impl Ctx {
@@ -285,6 +295,27 @@ impl Ctx {
         Spare::with_events(event_capacity(&self.setup.catalog))
     }
 
+    /// The server request (or session) `id` goes to, by `--url-policy`; counted in flight
+    /// there until `arrived(to)`.
+    pub fn route(&self, id: u64) -> usize {
+        let s = &self.setup;
+        let n = self.in_flight.borrow().len();
+        let to = match n {
+            1 => 0,
+            _ => (s.plan.url_policy)
+                .pick(s.plan.seed, id, s.plan.this_shard().count, n)
+                .unwrap_or_else(|| crate::plan::targets::least(&self.in_flight.borrow(), id)),
+        };
+        self.in_flight.borrow_mut()[to] += 1;
+        to
+    }
+
+    /// A request (or session) `route` sent to `to` ended.
+    pub fn arrived(&self, to: usize) {
+        let c = &mut self.in_flight.borrow_mut()[to];
+        *c = c.saturating_sub(1);
+    }
+
     /// Moves whenever the worker does work: the pacer's idle test (see `Pacer::until`).
     fn progress(&self) -> u64 {
         let c = self.counters.borrow();
@@ -336,6 +367,7 @@ async fn worker_main(
     free.extend(
         (0..PREALLOCATED_EVENT_VECS).map(|_| Spare::with_events(event_capacity(&setup.catalog))),
     );
+    let setup_servers = setup.dests.len().max(1);
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
@@ -349,6 +381,7 @@ async fn worker_main(
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
         kernel_rx: rxstamp::Tally::new(),
+        in_flight: RefCell::new(vec![0; setup_servers].into_boxed_slice()),
     });
     let tail = {
         let ctx = ctx.clone();
@@ -430,7 +463,7 @@ fn warnings(ctx: &Ctx, c: &WorkerCounts, pinned: bool) -> Vec<String> {
 fn kernel_rx_off(s: &WorkerSetup) -> Option<String> {
     if !s.plan.rx_timestamps {
         Some("off (--rx-timestamps turns it on)".into())
-    } else if s.tls.is_some() {
+    } else if s.dests.iter().any(|d| d.tls.is_some()) {
         Some(
             "not measured over TLS: rustls reads the socket through monoio's read, which \
              carries no control message"
@@ -468,8 +501,13 @@ async fn open_loop(ctx: &Rc<Ctx>, cap: usize) {
             ctx.emit(ctx.not_sent(id, intended_ns));
             break;
         }
-        let lane = lanes.acquire().await;
-        lane.dispatch(Job { id, intended_ns });
+        let to = ctx.route(id);
+        let lane = lanes.acquire(to).await;
+        lane.dispatch(Job {
+            id,
+            intended_ns,
+            to,
+        });
     }
     for (id, at_ns) in arrivals {
         ctx.emit(ctx.not_sent(id, ctx.setup.start_ns + at_ns));

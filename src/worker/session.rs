@@ -48,26 +48,34 @@ impl SessionBufs {
         }
     }
 
-    /// Turn `id` of `session` into `out` (see `build_turn`); its catalog entry.
-    fn write_turn(&mut self, ctx: &Ctx, session: u64, id: u64, out: &mut Vec<u8>) -> Entry {
+    /// Turn `id` of `session`, to server `to`, into `out` (see `build_turn`); its catalog
+    /// entry.
+    fn write_turn(
+        &mut self,
+        ctx: &Ctx,
+        session: u64,
+        id: u64,
+        to: usize,
+        out: &mut Vec<u8>,
+    ) -> Entry {
         let catalog = &ctx.setup.catalog;
-        let entry = *catalog.write(id, &mut self.single);
-        let sid = catalog.request_id(session);
-        build_turn(&self.single, &entry, &self.history, session, sid, out);
+        let entry = *catalog.write(id, to, &mut self.single);
+        let turn = TurnParts {
+            single: &self.single,
+            entry: &entry,
+            head_len: catalog.head_len(to),
+            history: &self.history,
+        };
+        build_turn(turn, session, catalog.request_id(session), out);
         entry
     }
 }
 
-/// Runs session `session`, its first turn due at `intended_ns`: every turn is one record
-/// (emitted), the last one carrying why the session ended. Returns the last turn's end, the
-/// intended time of whatever the user does next.
-pub(super) async fn run(
-    ctx: &Ctx,
-    conn: &mut Conn,
-    bufs: &mut SessionBufs,
-    session: u64,
-    intended_ns: u64,
-) -> u64 {
+/// Runs session `start.id`, its first turn due at `start.intended_ns`, every turn to server
+/// `start.to`: every turn is one record (emitted), the last one carrying why the session
+/// ended. Returns the last turn's end, the intended time of whatever the user does next.
+pub(super) async fn run(ctx: &Ctx, conn: &mut Conn, bufs: &mut SessionBufs, start: Job) -> u64 {
+    let (session, intended_ns) = (start.id, start.intended_ns);
     let s = &ctx.setup;
     let spec = s
         .plan
@@ -88,11 +96,12 @@ pub(super) async fn run(
         shared.turns_begun[s.index]
             .0
             .fetch_add(1, Ordering::Relaxed);
-        let entry = bufs.write_turn(ctx, session, id, conn.out_mut());
+        let entry = bufs.write_turn(ctx, session, id, start.to, conn.out_mut());
         let input_tokens = context_tokens.saturating_add(entry.input_tokens);
         let job = Job {
             id,
             intended_ns: intended,
+            to: start.to,
         };
         let mut rec = conn
             .exchange_written(ctx, job, input_tokens, warmup_of(ctx, session, job))
@@ -206,33 +215,53 @@ async fn think(ctx: &Ctx, bufs: &SessionBufs, due_ns: u64) {
     }
 }
 
-/// The turn's request into `out`: `single` (the catalog's request for the turn's new
-/// message, its `x-request-id` and salt written, `entry` its entry) with `x-session-id` as
-/// the head's last header, the history before the new message, and `Content-Length` grown
-/// by the history's bytes.
+/// What a turn's request is made of.
+pub(super) struct TurnParts<'a> {
+    /// The catalog's request for the turn's new message (`Catalog::write`: the server's
+    /// request line and `Host:`, then the entry with its `x-request-id` and salt written).
+    pub single: &'a [u8],
+    /// Its catalog entry.
+    pub entry: &'a Entry,
+    /// How long the request line and `Host:` before the entry are (`Catalog::head_len`).
+    pub head_len: usize,
+    /// The earlier turns' messages, each followed by a comma.
+    pub history: &'a [u8],
+}
+
+/// The turn's request into `out`: `single` with `x-session-id` as the head's last header,
+/// the history before the new message, and `Content-Length` grown by the history's bytes.
 pub(super) fn build_turn(
-    single: &[u8],
-    entry: &Entry,
-    history: &[u8],
+    parts: TurnParts<'_>,
     session: u64,
     session_id: Option<crate::record::RequestId>,
     out: &mut Vec<u8>,
 ) {
+    let TurnParts {
+        single,
+        entry,
+        head_len,
+        history,
+    } = parts;
     out.clear();
     let Some(messages) = entry.messages else {
         // Not a chat body (`validate` refuses sessions then): sent as it is.
         out.extend_from_slice(single);
         return;
     };
-    // `x-request-id` went in before the blank line: everything after it moved by as much.
+    // The request line and `Host:` went in before the entry, `x-request-id` before its
+    // blank line: what follows that moved by both.
     let shift = single.len() - entry.byte_len();
     let blank = entry.head_end as usize + shift;
     let body_len = entry.byte_len() - entry.head_end as usize - 2 + history.len();
     let cl = entry.content_length;
+    let (cl_at, cl_end) = (
+        head_len + cl.at as usize,
+        head_len + (cl.at + cl.len) as usize,
+    );
     let at = messages.at as usize + shift;
-    out.extend_from_slice(&single[..cl.at as usize]);
+    out.extend_from_slice(&single[..cl_at]);
     let _ = write!(out, "{body_len}");
-    out.extend_from_slice(&single[(cl.at + cl.len) as usize..blank]);
+    out.extend_from_slice(&single[cl_end..blank]);
     out.extend_from_slice(SESSION_HEADER);
     match session_id {
         Some(sid) => sid.write(out),
@@ -336,9 +365,15 @@ mod tests {
         let reply = "Hi \"there\"\n\\ tab\t and \u{1}é".as_bytes();
         let mut firsts = vec![];
         for (k, id) in [40u64, 41, 42].into_iter().enumerate() {
-            let entry = *catalog.write(id, &mut single);
+            let entry = *catalog.write(id, 0, &mut single);
             let sid = Some(RequestId { run, n: 9 });
-            build_turn(&single, &entry, &history, 9, sid, &mut out);
+            let parts = TurnParts {
+                single: &single,
+                entry: &entry,
+                head_len: catalog.head_len(0),
+                history: &history,
+            };
+            build_turn(parts, 9, sid, &mut out);
             let (heads, body) = split(&out);
             let header = |name: &str| heads.iter().find(|(k, _)| k == name).map(|h| h.1.clone());
             assert_eq!(header("x-session-id").as_deref(), Some("r1-9"));

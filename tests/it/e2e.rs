@@ -311,13 +311,13 @@ fn refused_connections_are_failures_not_latencies() {
         .port();
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(ringbench::plan::Target {
+    p.targets = vec![ringbench::plan::Target {
         url: format!("http://127.0.0.1:{port}"),
         https: false,
         host: "127.0.0.1".into(),
         port,
         base_path: String::new(),
-    });
+    }];
     p.model = Some("m".into());
     p.stop = Stop {
         request_count: Some(20),
@@ -516,13 +516,13 @@ fn replay_plan(port: u16, count: u64) -> Plan {
     let mut p = sim_plan();
     p.sim = None;
     p.model = Some("tiny-llama".into());
-    p.target = Some(ringbench::plan::Target {
+    p.targets = vec![ringbench::plan::Target {
         url: format!("http://127.0.0.1:{port}"),
         https: false,
         host: "127.0.0.1".into(),
         port,
         base_path: String::new(),
-    });
+    }];
     p.stop = Stop {
         request_count: Some(count),
         duration_ns: None,

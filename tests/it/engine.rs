@@ -49,7 +49,7 @@ pub(crate) fn start_sim(settings: SimSettings) -> SimHandle {
 pub(crate) fn against(sim: &SimHandle) -> Plan {
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
+    p.targets = vec![Target::parse(&format!("http://{}", sim.addr)).unwrap()];
     p.allow_concurrent = true;
     p
 }

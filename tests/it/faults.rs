@@ -206,7 +206,7 @@ fn connect_timeout_bounds_a_connect_that_never_completes() {
     // A listener with a full accept queue drops further SYNs, so connect() hangs.
     let (port, _hold) = unresponsive_listener();
     let mut p = fault_plan("http_500", 0.0);
-    p.target = Some(ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap());
+    p.targets = vec![ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap()];
     p.sim = None;
     p.load = Load::Closed { concurrency: 2 };
     p.stop.request_count = Some(4);
@@ -223,7 +223,7 @@ fn an_open_loop_does_not_storm_a_server_that_does_not_accept() {
     let _g = lock();
     let (port, _hold) = unresponsive_listener();
     let mut p = fault_plan("http_500", 0.0);
-    p.target = Some(ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap());
+    p.targets = vec![ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap()];
     p.sim = None;
     p.load = Load::Open {
         // 200 ms connects at 3,000/s would keep ~600 outstanding without the gate.
@@ -271,7 +271,7 @@ fn a_closed_port_is_a_connect_failure() {
         l.local_addr().unwrap().port()
     };
     let mut p = fault_plan("http_500", 0.0);
-    p.target = Some(ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap());
+    p.targets = vec![ringbench::plan::Target::parse(&format!("http://127.0.0.1:{port}")).unwrap()];
     p.sim = None;
     p.stop.request_count = Some(8);
     let s = run_summary(&p);
@@ -322,7 +322,7 @@ fn a_second_run_against_the_same_endpoint_is_refused_unless_allowed() {
     let sim = ringbench::sim::start(ringbench::sim::SimConfig::default()).unwrap();
     let url = format!("http://{}", sim.addr);
     let mut p = fault_plan("http_500", 0.0);
-    p.target = Some(ringbench::plan::Target::parse(&url).unwrap());
+    p.targets = vec![ringbench::plan::Target::parse(&url).unwrap()];
     p.sim = None;
     p.stop.request_count = Some(4);
     p.goodput.clear();

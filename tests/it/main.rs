@@ -19,6 +19,7 @@ mod cancel;
 mod cli_gate;
 mod compat;
 mod e2e;
+mod endpoints;
 mod engine;
 mod faults;
 mod help;

@@ -151,7 +151,7 @@ fn engine_sim() -> SimHandle {
 fn plan(sim: &SimHandle, prom: &str, selector: Option<&str>, stop: Stop) -> Plan {
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
+    p.targets = vec![Target::parse(&format!("http://{}", sim.addr)).unwrap()];
     p.allow_concurrent = true;
     p.load = Load::Closed { concurrency: 16 };
     p.stop = stop;

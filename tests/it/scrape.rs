@@ -493,7 +493,7 @@ fn the_simulator_is_found_as_vllm_and_its_counters_match_the_run() {
     let scraper = Scraper::start(settings, mono_ns(), &[client_cpu]).unwrap();
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
+    p.targets = vec![Target::parse(&format!("http://{}", sim.addr)).unwrap()];
     p.allow_concurrent = true;
     p.load = Load::Closed { concurrency: 8 };
     p.stop = Stop {
@@ -681,7 +681,7 @@ fn both_parsers_read_every_vllm_sample_of_the_simulators_page_alike() {
     .unwrap();
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{}", sim.addr)).unwrap());
+    p.targets = vec![Target::parse(&format!("http://{}", sim.addr)).unwrap()];
     p.allow_concurrent = true;
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {

@@ -17,10 +17,11 @@ const REPLY_A: &str = "Hi \"you\"\n\\ ";
 const REPLY_B: &str = "and é\t😀";
 
 /// One request as the recording server read it.
-struct Seen {
-    conn: usize,
-    headers: BTreeMap<String, String>,
-    body: Value,
+pub(crate) struct Seen {
+    pub conn: usize,
+    /// Lower-case names; the request line is under `:request-line`.
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
 }
 
 /// Reads one request from `r` (keep-alive: `None` when the client closed).
@@ -30,6 +31,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<(BTreeMap<String, String
     if r.read_line(&mut line).ok()? == 0 {
         return None;
     }
+    headers.insert(":request-line".into(), line.trim_end().to_string());
     loop {
         line.clear();
         r.read_line(&mut line).ok()?;
@@ -51,7 +53,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<(BTreeMap<String, String
 
 /// An OpenAI-compatible server that answers every chat request with the same two-event
 /// stream and records what it read.
-fn recording_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
+pub(crate) fn recording_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -110,7 +112,7 @@ fn each_turn_sends_the_exact_history_of_its_session() {
     let (addr, seen) = recording_server();
     let mut p = sim_plan();
     p.sim = None;
-    p.target = Some(Target::parse(&format!("http://{addr}")).unwrap());
+    p.targets = vec![Target::parse(&format!("http://{addr}")).unwrap()];
     p.model = Some("m".into());
     p.run_id = Some("conv".into());
     conversations(&mut p, 2, 4, spec(3, ThinkTime::default()));

@@ -71,7 +71,7 @@ fn https_plan(port: u16, cacert: Option<&Path>, insecure: bool) -> Plan {
 fn https_plan_to(host: &str, port: u16, cacert: Option<&Path>, insecure: bool) -> Plan {
     let mut p = Plan::defaults();
     p.cpus = vec![cpu_pair().0];
-    p.target = Some(ringbench::plan::Target::parse(&format!("https://{host}:{port}")).unwrap());
+    p.targets = vec![ringbench::plan::Target::parse(&format!("https://{host}:{port}")).unwrap()];
     p.sim = None;
     p.load = Load::Closed { concurrency: 4 };
     p.stop = Stop {

@@ -1,0 +1,98 @@
+//! Part of the collector (… → record → **collector** → summary): the per-server figures of a
+//! run with several `--url`s, from each record's `endpoint`. Bounded: one row per server,
+//! at most `plan::MAX_TARGETS`, made up front. Never prints.
+
+use super::dist::Dist;
+use crate::plan::MAX_TARGETS;
+use crate::record::{Outcome, Record};
+use crate::summary::endpoints::EndpointRow;
+
+/// One server's sums.
+#[derive(Clone, Debug, Default)]
+struct Row {
+    sent: u64,
+    ok: u64,
+    failed: u64,
+    cancelled: u64,
+    output_tokens: u64,
+    ttft: Dist,
+    itl: Dist,
+    e2e: Dist,
+}
+
+/// Every server's measured records so far.
+#[derive(Clone, Debug)]
+pub struct EndpointTally {
+    urls: Vec<String>,
+    rows: Vec<Row>,
+}
+
+impl EndpointTally {
+    /// For a run sending to `urls` (in `--url`'s order).
+    pub fn new(urls: &[String]) -> Self {
+        let urls: Vec<String> = urls.iter().take(MAX_TARGETS).cloned().collect();
+        EndpointTally {
+            rows: vec![Row::default(); urls.len()],
+            urls,
+        }
+    }
+
+    /// One measured record; one never sent, or naming a server the run has not (a log
+    /// edited by hand), is left out.
+    pub fn add(&mut self, rec: &Record, stream: bool) {
+        let Some(row) = self.rows.get_mut(usize::from(rec.endpoint)) else {
+            return;
+        };
+        if !rec.outcome.was_sent() {
+            return;
+        }
+        row.sent += 1;
+        match rec.outcome {
+            Outcome::Ok => {}
+            Outcome::Cancelled | Outcome::CancelledByClient => {
+                row.cancelled += 1;
+                return;
+            }
+            _ => {
+                row.failed += 1;
+                return;
+            }
+        }
+        row.ok += 1;
+        row.output_tokens += u64::from(rec.output_tokens);
+        if let Some(e2e) = rec.e2e_ns() {
+            row.e2e.record(e2e);
+        }
+        if stream {
+            if let Some(t) = rec.ttft_ns() {
+                row.ttft.record(t);
+            }
+            for gap in rec.itl_gaps_ns() {
+                row.itl.record(gap);
+            }
+        }
+    }
+
+    /// The summary's `endpoints` rows; `duration_ns` is the run's measured duration (the
+    /// throughput's).
+    pub fn summary(&self, percentiles: &[f64], duration_ns: u64) -> Vec<EndpointRow> {
+        let sent: u64 = self.rows.iter().map(|r| r.sent).sum();
+        let per_s = |n: u64| (duration_ns > 0).then(|| n as f64 * 1e9 / duration_ns as f64);
+        (self.rows.iter().zip(&self.urls).enumerate())
+            .map(|(i, (r, url))| EndpointRow {
+                endpoint: i as u16,
+                url: url.clone(),
+                sent: r.sent,
+                ok: r.ok,
+                failed: r.failed,
+                cancelled: r.cancelled,
+                share_percent: (sent > 0).then(|| 100.0 * r.sent as f64 / sent as f64),
+                requests_per_s: per_s(r.ok),
+                output_tokens_per_s: per_s(r.output_tokens),
+                ttft_ms: r.ttft.stats_ms(percentiles),
+                itl_ms: r.itl.stats_ms(percentiles),
+                e2e_ms: r.e2e.stats_ms(percentiles),
+            })
+            .collect()
+    }
+}
