@@ -231,6 +231,7 @@ fn catalog(
         &ep.host_header,
         model,
     )
+    .with_conversations(plan, prepared.conversations.as_deref())
 }
 
 /// Where this run's clock stood against the wall clock and the schedule's start.

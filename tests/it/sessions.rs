@@ -13,14 +13,14 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 /// What the recording server answers every turn: text that needs escaping both ways.
-const REPLY_A: &str = "Hi \"you\"\n\\ ";
-const REPLY_B: &str = "and é\t😀";
+pub(crate) const REPLY_A: &str = "Hi \"you\"\n\\ ";
+pub(crate) const REPLY_B: &str = "and é\t😀";
 
 /// One request as the recording server read it.
-struct Seen {
-    conn: usize,
-    headers: BTreeMap<String, String>,
-    body: Value,
+pub(crate) struct Seen {
+    pub(crate) conn: usize,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: Value,
 }
 
 /// Reads one request from `r` (keep-alive: `None` when the client closed).
@@ -51,7 +51,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<(BTreeMap<String, String
 
 /// An OpenAI-compatible server that answers every chat request with the same two-event
 /// stream and records what it read.
-fn recording_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
+pub(crate) fn recording_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -94,6 +94,7 @@ fn spec(turns: u32, think: ThinkTime) -> SessionSpec {
         turns: LengthDist::Fixed { tokens: turns },
         think_time: think,
         max_context_tokens: None,
+        all_turns: false,
     }
 }
 
@@ -393,6 +394,7 @@ fn shards_split_sessions_whole_and_merge_back_to_the_single_run() {
         },
         think_time: ThinkTime::Exponential { mean_ns: 1_000_000 },
         max_context_tokens: None,
+        all_turns: false,
     };
     let plan = |shard: Option<u32>, dir: &std::path::Path| {
         let mut p = sim_plan();
