@@ -4,8 +4,9 @@
 //!
 //! What each request asks (prompt, ISL, `max_tokens`) is decided by `workload` before this;
 //! here it only becomes bytes. The catalog is bounded (`workload::MAX_DISTINCT` entries, cycled
-//! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`), so memory does
-//! not grow with the run. A salted entry knows where its salt's bytes are; `Catalog::write`
+//! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`; a session run of
+//! a dataset's conversations one per turn kept, at most `MAX_CONVERSATION_TURNS`, picked by
+//! the turn's session and index), so memory does not grow with the run. A salted entry knows where its salt's bytes are; `Catalog::write`
 //! copies the entry into the lane's own buffer and writes the request's salt there — a copy
 //! and a few word-sized writes, no allocation once the buffer has grown, and no count shared
 //! with other cores (a shared `Bytes` would bump one refcount from every core).
