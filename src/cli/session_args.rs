@@ -12,16 +12,19 @@ use super::run_args::heading as h;
 use super::run_args::RunArgs;
 use super::{usage, UsageError};
 use clap::Args;
+use ringbench::plan::session::MAX_TURNS;
 use ringbench::plan::workload::LengthDist;
 use ringbench::plan::{CancelAfter, CancelSpec, SessionSpec, ThinkTime};
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct SessionFlags {
-    /// Conversations of N turns (or a distribution, as --input-dist)
+    /// Conversations of N turns (a distribution as --input-dist, or all)
     ///
     /// Each turn sends the whole history: earlier user messages and the assistant's actual
     /// replies, then a new user message; a session keeps one connection and sends
-    /// x-session-id. --request-count then counts sessions. At most 256 turns a session.
+    /// x-session-id. --request-count then counts sessions. At most 256 turns a session. With
+    /// a --dataset of conversations (ShareGPT, JSONL {"turns": [...]}), session s sends the
+    /// user messages of conversation s (mod their count), at most N of them; all: every one.
     #[arg(long, value_name = "SPEC", help_heading = h::SESSIONS)]
     pub turns: Option<String>,
     /// Closed loop of N users, each holding one conversation after another
@@ -64,8 +67,14 @@ impl SessionFlags {
         let Some(turns) = &self.turns else {
             return Ok(None);
         };
+        let all_turns = turns.trim() == "all";
+        let turns = match all_turns {
+            true => LengthDist::Fixed { tokens: MAX_TURNS },
+            false => LengthDist::parse("--turns", turns).map_err(UsageError)?,
+        };
         Ok(Some(SessionSpec {
-            turns: LengthDist::parse("--turns", turns).map_err(UsageError)?,
+            turns,
+            all_turns,
             think_time: self.think_time.unwrap_or_default(),
             max_context_tokens: self.max_context_tokens,
         }))

@@ -19,8 +19,13 @@ pub const MAX_TURNS: u32 = 256;
 /// plus a new user message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionSpec {
-    /// Turns per session (`--turns`), each draw clipped to `[1, MAX_TURNS]`.
+    /// Turns per session (`--turns`), each draw clipped to `[1, MAX_TURNS]`; with a dataset
+    /// of conversations, also to the session's conversation's user turns.
     pub turns: LengthDist,
+    /// `--turns all`: as many turns as the session's dataset conversation has (`turns` is
+    /// then `MAX_TURNS`, the cap); needs a dataset of conversations.
+    #[serde(default)]
+    pub all_turns: bool,
     /// Between a reply's end and the next turn's send (`--think-time`).
     pub think_time: ThinkTime,
     /// A session whose next prompt would pass this many tokens ends before it
@@ -206,6 +211,7 @@ mod tests {
             },
             think_time: ThinkTime::default(),
             max_context_tokens: None,
+            all_turns: false,
         };
         assert_eq!(spec.stride(), 6);
         let mut seen = std::collections::HashSet::new();

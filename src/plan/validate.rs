@@ -158,6 +158,14 @@ impl Plan {
                 "--turns and --trace both decide what is sent when: give one of them".to_string(),
             );
         }
+        let lengths_only = |d: &super::workload::DatasetSpec| !d.has_text();
+        if spec.all_turns && self.workload.dataset.as_ref().is_none_or(lengths_only) {
+            return bad(
+                "--turns all takes each session's turns from a conversation: give --dataset \
+                 FILE of conversations (ShareGPT, or JSONL {\"turns\": [...]}), or --turns N"
+                    .to_string(),
+            );
+        }
         if spec.max_context_tokens == Some(0) {
             return bad("--max-context-tokens must be at least 1 (or leave it out)".to_string());
         }

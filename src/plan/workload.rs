@@ -83,9 +83,11 @@ impl Default for WorkloadSpec {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetKind {
-    /// ShareGPT JSON: the first human turn is the prompt, the answer's length the OSL.
+    /// ShareGPT JSON: the first human turn is the prompt, the answer's length the OSL (with
+    /// `--turns`, every human turn, one per turn of a session).
     Sharegpt,
-    /// One JSON object a line: `prompt` or `messages`, optional `output_tokens`.
+    /// One JSON object a line: `prompt` or `messages`, optional `output_tokens`; or, for
+    /// `--turns`, one conversation a line, `{"turns": [...]}`.
     Jsonl,
     /// Production request log, one JSON object a line: `prompt_tokens`, `completion_tokens`.
     Logs,

@@ -4,8 +4,9 @@
 //!
 //! What each request asks (prompt, ISL, `max_tokens`) is decided by `workload` before this;
 //! here it only becomes bytes. The catalog is bounded (`workload::MAX_DISTINCT` entries, cycled
-//! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`), so memory does
-//! not grow with the run. A salted entry knows where its salt's bytes are; `Catalog::write`
+//! by id; a trace replay one per line, at most `trace::MAX_TRACE_REQUESTS`; a session run of
+//! a dataset's conversations one per turn kept, at most `MAX_CONVERSATION_TURNS`, picked by
+//! the turn's session and index), so memory does not grow with the run. A salted entry knows where its salt's bytes are; `Catalog::write`
 //! copies the entry into the lane's own buffer and writes the request's salt there — a copy
 //! and a few word-sized writes, no allocation once the buffer has grown, and no count shared
 //! with other cores (a shared `Bytes` would bump one refcount from every core).
@@ -108,7 +109,8 @@ impl Arena {
     }
 }
 
-/// All requests of a run; entry `id % len` is sent for arrival `id`. Clones share everything
+/// All requests of a run; entry `id % len` is sent for arrival `id` (a session run of a
+/// dataset's conversations: its conversation's turn, `Conversations`). Clones share everything
 /// (read-only); a worker reads from its own copy (`for_worker`).
 #[derive(Clone, Debug)]
 pub struct Catalog {
@@ -132,6 +134,47 @@ pub struct Catalog {
     /// The run id every request's `x-request-id` starts with; `None`: none is sent
     /// (`Plan::sent_run_id`). Inline, so each worker's clone is its own.
     run_id: Option<RunId>,
+    /// A session run of a dataset's conversations: which entries each session's turns are.
+    conversations: Option<Conversations>,
+}
+
+/// A dataset's conversations among the entries: session `s` sends conversation `s mod C`,
+/// its turn `k` (request id `s × stride + k`, `SessionSpec::turn_id`) that conversation's
+/// `k`-th entry.
+#[derive(Clone, Debug)]
+struct Conversations {
+    /// The entry of each conversation's first turn, then the number of entries: conversation
+    /// `c`'s turns are entries `starts[c]..starts[c + 1]`.
+    starts: Arc<[u32]>,
+    /// The session's turn ids' stride (`SessionSpec::stride`).
+    stride: u64,
+}
+
+impl Conversations {
+    /// Session `session`'s conversation: its first entry and its turn count.
+    #[inline]
+    fn of(&self, session: u64) -> (u32, u32) {
+        let c = (session % (self.starts.len() as u64 - 1)) as usize;
+        (self.starts[c], self.starts[c + 1] - self.starts[c])
+    }
+
+    /// The entry request `id` sends: its session's conversation's turn (its last one for a
+    /// turn past the end, which a session never sends).
+    #[inline]
+    fn entry(&self, id: u64) -> usize {
+        let (first, turns) = self.of(id / self.stride);
+        let k = (id % self.stride).min(u64::from(turns) - 1);
+        first as usize + k as usize
+    }
+}
+
+/// The entry request `id` sends: its conversation's turn, or entry `id % entries`.
+#[inline]
+fn entry_of(conversations: Option<&Conversations>, entries: usize, id: u64) -> usize {
+    match conversations {
+        Some(c) => c.entry(id),
+        None => (id % entries as u64) as usize,
+    }
 }
 
 impl Catalog {
@@ -142,6 +185,7 @@ impl Catalog {
         let salt = prepared.salt.clone();
         let head = request_head(plan.endpoint, "", host_header);
         Catalog::from_prompts(plan, prompts, salt, &prepared.stats, vec![head], model)
+            .with_conversations(plan, prepared.conversations.as_deref())
     }
 
     /// `build`, consuming the prompts: each text is freed once it is bytes, so a large trace
@@ -223,7 +267,37 @@ impl Catalog {
                 Some(_) => InputSource::Tokenizer,
                 None => InputSource::Approximate,
             },
+            conversations: None,
         }
+    }
+
+    /// This catalog for a session run of a dataset's conversations: `turns` of each one (its
+    /// entries one after the other, as `prepare` keeps them). `None` (not such a run):
+    /// unchanged.
+    pub fn with_conversations(mut self, plan: &Plan, turns: Option<&[u32]>) -> Catalog {
+        let stride = plan.sessions.as_ref().map_or(1, |s| s.stride());
+        let Some(turns) = turns.filter(|t| !t.is_empty() && t.iter().all(|&n| n > 0)) else {
+            return self;
+        };
+        let mut starts = Vec::with_capacity(turns.len() + 1);
+        let mut at = 0u32;
+        for &n in turns {
+            starts.push(at);
+            at += n;
+        }
+        starts.push(at);
+        debug_assert_eq!(at as usize, self.entries.len(), "every entry is a turn");
+        self.conversations = Some(Conversations {
+            starts: starts.into(),
+            stride: stride.max(1),
+        });
+        self
+    }
+
+    /// How many turns session `session`'s conversation has; `None` when the run's turns do
+    /// not come from a dataset's conversations.
+    pub fn conversation_turns(&self, session: u64) -> Option<u32> {
+        self.conversations.as_ref().map(|c| c.of(session).1)
     }
 
     /// The bytes of request `id` to server `to` (an index of `plan.targets`) into `out`
@@ -277,7 +351,8 @@ impl Catalog {
     /// A zeroed count of the prompts a run sends, for the collector.
     pub fn prompt_tally(&self) -> PromptTally {
         PromptTally {
-            entries: self.entries.len() as u64,
+            entries: self.entries.len(),
+            conversations: self.conversations.clone(),
             class_of: self.class_of.clone(),
             class_values: self.class_values.clone(),
             sends: vec![0; self.class_values.len()],
@@ -301,7 +376,7 @@ impl Catalog {
     /// The entry sent for `id`.
     #[inline]
     pub fn get(&self, id: u64) -> &Entry {
-        &self.entries[(id % self.entries.len() as u64) as usize]
+        &self.entries[entry_of(self.conversations.as_ref(), self.entries.len(), id)]
     }
 
     /// The bytes of the entry sent for `id` to the first server, before its id and salt
@@ -341,7 +416,8 @@ impl Catalog {
 /// short) and for every class whose salts outnumber the run's requests (every full salt).
 #[derive(Clone, Debug)]
 pub struct PromptTally {
-    entries: u64,
+    entries: usize,
+    conversations: Option<Conversations>,
     class_of: Arc<[u32]>,
     class_values: Arc<[u64]>,
     sends: Vec<u64>,
@@ -350,7 +426,7 @@ pub struct PromptTally {
 impl PromptTally {
     /// Request `id` was sent.
     pub fn sent(&mut self, id: u64) {
-        let class = self.class_of[(id % self.entries) as usize];
+        let class = self.class_of[entry_of(self.conversations.as_ref(), self.entries, id)];
         self.sends[class as usize] += 1;
     }
 
@@ -662,6 +738,65 @@ mod tests {
         assert_eq!(own.arena.bytes.len(), own.arena.all().len() + 2 * PAD);
         assert!(own.arena.bytes[..PAD].iter().all(|&b| b == 0));
         assert_eq!(std::mem::align_of::<Arena>(), PAD);
+    }
+
+    /// A session run of a dataset's conversations: session `s`'s turn `k` is conversation
+    /// `s mod 3`'s `k`-th user message, and the tally counts each turn's own entry.
+    #[test]
+    fn a_sessions_turns_are_its_conversations_entries() {
+        use crate::plan::workload::{DatasetKind, DatasetSpec, LengthDist, Sampling};
+        let dir = std::env::temp_dir().join(format!("ringbench-cat-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("conv.jsonl");
+        let texts = [vec!["a0", "a1"], vec!["b0", "b1", "b2"], vec!["c0"]];
+        let lines: String = texts
+            .iter()
+            .map(|t| format!("{}\n", serde_json::json!({ "turns": t })))
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let mut plan = Plan::defaults();
+        plan.workload.prompt_salt = false;
+        plan.workload.dataset = Some(DatasetSpec {
+            kind: DatasetKind::Jsonl,
+            path,
+            sampling: Sampling::Sequential,
+        });
+        plan.sessions = Some(crate::plan::SessionSpec {
+            turns: LengthDist::Fixed { tokens: 3 },
+            think_time: crate::plan::ThinkTime::default(),
+            max_context_tokens: None,
+            all_turns: false,
+        });
+        let prepared = prepare(&plan).unwrap();
+        assert_eq!(prepared.conversations.as_deref(), Some(&[2, 3, 1][..]));
+        let cat = Catalog::build(&plan, &prepared, "h", "m");
+        let spec = plan.sessions.as_ref().unwrap();
+        let mut tally = cat.prompt_tally();
+        for s in 0..7u64 {
+            let conv = &texts[(s % 3) as usize];
+            assert_eq!(cat.conversation_turns(s), Some(conv.len() as u32));
+            for (k, text) in conv.iter().enumerate() {
+                let id = spec.turn_id(s, k as u32);
+                let (_, body, _) = parse(&cat.bytes(id));
+                assert_eq!(
+                    body["messages"][0]["content"], *text,
+                    "session {s} turn {k}"
+                );
+                tally.sent(id);
+            }
+        }
+        assert_eq!(
+            tally.total(),
+            14,
+            "7 sessions: 2 + 3 + 1 + 2 + 3 + 1 + 2 turns"
+        );
+        assert_eq!(tally.distinct(), 6, "6 distinct turns, each sent unsalted");
+        // Sessions 0 and 3 hold conversation 0: two distinct prompts, sent twice each.
+        let mut same = cat.prompt_tally();
+        for id in [0, 1, 9, 10] {
+            same.sent(id);
+        }
+        assert_eq!((same.total(), same.distinct()), (4, 2));
     }
 
     #[test]

@@ -95,6 +95,44 @@ pub struct Prepared {
     pub stats: WorkloadStats,
     /// The words salts are made of; `None` when prompts are not salted.
     pub salt: Option<SaltPool>,
+    /// A session run of a dataset's conversations: how many turns each kept conversation
+    /// has, its prompts one after the other in `prompts` (`Catalog::with_conversations`).
+    pub conversations: Option<Vec<u32>>,
+}
+
+/// Turns kept from a dataset's conversations at most: their prompts are the catalog's
+/// entries (ShareGPT turns of ~1 KB: ~16 MB).
+pub const MAX_CONVERSATION_TURNS: usize = 16 * MAX_DISTINCT;
+
+/// The dataset's items, one per prompt; for a session run of a dataset's conversations,
+/// every kept conversation's turns one after the other, and each one's turn count.
+#[allow(clippy::type_complexity)]
+fn dataset_items(
+    plan: &Plan,
+    d: &crate::plan::workload::DatasetSpec,
+    n: usize,
+) -> Result<(Option<Vec<Item>>, Option<Vec<u32>>), WorkloadError> {
+    let sessions = plan.sessions.as_ref();
+    match dataset::load(d, sessions.is_some())? {
+        dataset::Loaded::Items(_) if sessions.is_some_and(|s| s.all_turns) => {
+            Err(WorkloadError::Dataset(DatasetError {
+                path: d.path.clone(),
+                line: None,
+                why: "holds single prompts, and --turns all takes each session's turns from a \
+                      conversation: give --turns N, or a file of conversations (ShareGPT, or \
+                      JSONL {\"turns\": [...]})"
+                    .into(),
+            }))
+        }
+        dataset::Loaded::Items(ds) => Ok((Some(ds.pick(d.sampling, n, plan.seed)), None)),
+        dataset::Loaded::Conversations(convs) => {
+            let most = sessions.map_or(1, |s| s.stride()) as usize;
+            let limits = (most, MAX_CONVERSATION_TURNS);
+            let kept = dataset::pick_conversations(convs, d.sampling, n, plan.seed, limits);
+            let turns = kept.iter().map(|c| c.len() as u32).collect();
+            Ok((Some(kept.into_iter().flatten().collect()), Some(turns)))
+        }
+    }
 }
 
 /// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`.
@@ -140,10 +178,12 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
             .collect::<Result<Vec<_>, _>>()?,
         None => vec![],
     };
-    let items = match &spec.dataset {
-        Some(d) => Some(dataset::load(d)?.pick(d.sampling, n, plan.seed)),
-        None => None,
+    let (items, conversations) = match &spec.dataset {
+        Some(d) => dataset_items(plan, d, n)?,
+        None => (None, None),
     };
+    // Conversations: one prompt per turn kept.
+    let n = items.as_ref().map_or(n, Vec::len);
     let input = spec.input.clone().unwrap_or(LengthDist::Fixed {
         tokens: plan.input_tokens,
     });
@@ -167,11 +207,20 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
     if let (Some(t), Some(pool)) = (&tok, &salt) {
         salt_keeps_lengths(t, pool, &prompts)?;
     }
-    let stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
+    let mut stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
+    if let Some(turns) = &conversations {
+        stats.source = format!(
+            "{}: {} conversations, {} user turns in all",
+            stats.source,
+            turns.len(),
+            prompts.len()
+        );
+    }
     Ok(Prepared {
         prompts,
         stats,
         salt,
+        conversations,
     })
 }
 
@@ -189,6 +238,7 @@ fn trace_prepared(plan: &Plan, unsalted: &Texts, t: &TraceLoad) -> Result<Prepar
         prompts,
         stats,
         salt: None,
+        conversations: None,
     })
 }
 

@@ -247,6 +247,7 @@ fn catalog(
             .collect(),
         model,
     )
+    .with_conversations(plan, prepared.conversations.as_deref())
 }
 
 /// Where this run's clock stood against the wall clock and the schedule's start.

@@ -83,7 +83,12 @@ pub(super) async fn run(ctx: &Ctx, conn: &mut Conn, bufs: &mut SessionBufs, star
         .as_ref()
         .expect("a session run has a session spec");
     let mut rng = spec.rng(s.plan.seed, session);
-    let turns = spec.turns_of(&mut rng);
+    let drawn = spec.turns_of(&mut rng);
+    // A dataset's conversation has as many turns as it has, at most the drawn count.
+    let turns = s
+        .catalog
+        .conversation_turns(session)
+        .map_or(drawn, |n| drawn.min(n));
     let shared = &s.shared;
     shared.sessions_begun[s.index]
         .0

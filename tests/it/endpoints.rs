@@ -172,6 +172,7 @@ fn a_conversation_stays_on_one_server_and_each_url_keeps_its_prefix_and_host() {
         turns: LengthDist::Fixed { tokens: 3 },
         think_time: ThinkTime::default(),
         max_context_tokens: None,
+        all_turns: false,
     });
     p.out_dir = Some(out_dir("sticky"));
     let s = ringbench::run(&p).expect("the run completes");

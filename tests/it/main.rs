@@ -18,6 +18,7 @@ mod support;
 mod cancel;
 mod cli_gate;
 mod compat;
+mod conversations;
 mod e2e;
 mod endpoints;
 mod engine;

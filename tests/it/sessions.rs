@@ -13,15 +13,15 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 /// What the recording server answers every turn: text that needs escaping both ways.
-const REPLY_A: &str = "Hi \"you\"\n\\ ";
-const REPLY_B: &str = "and é\t😀";
+pub(crate) const REPLY_A: &str = "Hi \"you\"\n\\ ";
+pub(crate) const REPLY_B: &str = "and é\t😀";
 
 /// One request as the recording server read it.
 pub(crate) struct Seen {
-    pub conn: usize,
+    pub(crate) conn: usize,
     /// Lower-case names; the request line is under `:request-line`.
-    pub headers: BTreeMap<String, String>,
-    pub body: Value,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: Value,
 }
 
 /// Reads one request from `r` (keep-alive: `None` when the client closed).
@@ -96,6 +96,7 @@ fn spec(turns: u32, think: ThinkTime) -> SessionSpec {
         turns: LengthDist::Fixed { tokens: turns },
         think_time: think,
         max_context_tokens: None,
+        all_turns: false,
     }
 }
 
@@ -395,6 +396,7 @@ fn shards_split_sessions_whole_and_merge_back_to_the_single_run() {
         },
         think_time: ThinkTime::Exponential { mean_ns: 1_000_000 },
         max_context_tokens: None,
+        all_turns: false,
     };
     let plan = |shard: Option<u32>, dir: &std::path::Path| {
         let mut p = sim_plan();
