@@ -32,6 +32,9 @@ pub struct EventInfo {
     pub content_bytes: u32,
     /// Bytes of `reasoning` / `reasoning_content` in the delta (or message).
     pub reasoning_bytes: u32,
+    /// The content (or `text`) holds a character other than white space: output a reader
+    /// sees (a first chunk of `"\n\n"` is output, not yet visible).
+    pub visible: bool,
     /// `finish_reason` was present and not null.
     pub finish: bool,
     /// A non-null `usage` object was present.
@@ -219,27 +222,34 @@ fn read_choice(choice: &Object<'_, '_>, info: &mut EventInfo) {
     for (key, v) in choice.iter() {
         match key {
             "finish_reason" if seen.first(0) => info.finish = !v.is_null(),
-            "text" if seen.first(1) => text = str_len(Some(v)),
+            "text" if seen.first(1) => {
+                text = str_len(Some(v));
+                info.visible |= visible(&v);
+            }
             "delta" if seen.first(2) => delta = v.as_object(),
             "message" if seen.first(3) => message = v.as_object(),
             _ => {}
         }
     }
     let (content, reasoning) = match delta.or(message) {
-        Some(d) => read_message(&d),
+        Some(d) => read_message(&d, &mut info.visible),
         None => (0, 0),
     };
     info.content_bytes = content.saturating_add(text);
     info.reasoning_bytes = reasoning;
 }
 
-/// Content and reasoning bytes of a `delta` or `message` object, in one pass.
-fn read_message(d: &Object<'_, '_>) -> (u32, u32) {
+/// Content and reasoning bytes of a `delta` or `message` object, in one pass; `visible` set
+/// when the content holds more than white space.
+fn read_message(d: &Object<'_, '_>, visible_out: &mut bool) -> (u32, u32) {
     let (mut content, mut reasoning, mut reasoning_content) = (0u32, 0u32, 0u32);
     let mut seen = Seen::default();
     for (key, v) in d.iter() {
         match key {
-            "content" if seen.first(0) => content = str_len(Some(v)),
+            "content" if seen.first(0) => {
+                content = str_len(Some(v));
+                *visible_out |= visible(&v);
+            }
             "reasoning" if seen.first(1) => reasoning = str_len(Some(v)),
             "reasoning_content" if seen.first(2) => reasoning_content = str_len(Some(v)),
             _ => {}
@@ -280,6 +290,12 @@ fn read_usage(usage: Object<'_, '_>) -> Usage {
 }
 
 /// Length of a string value; null, absent and non-strings count as empty.
+/// A string holding a character other than Unicode white space (it stops at the first).
+fn visible(v: &Value<'_, '_>) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.chars().any(|c| !c.is_whitespace()))
+}
+
 fn str_len(v: Option<Value<'_, '_>>) -> u32 {
     let len = v.and_then(|v| v.as_str().map(str::len)).unwrap_or(0);
     u32::try_from(len).unwrap_or(u32::MAX)
@@ -309,6 +325,29 @@ mod tests {
 
     fn ev(payload: &str) -> EventInfo {
         Extractor::new().event(payload.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn output_is_visible_once_it_holds_more_than_white_space() {
+        let chat = |c: &str| {
+            ev(&format!(
+                r#"{{"choices":[{{"delta":{{"content":"{c}"}}}}]}}"#
+            ))
+        };
+        for blank in [r"\n\n", " ", r"\t \r\n", r"\u00a0\u3000"] {
+            let e = chat(blank);
+            assert!(e.content_bytes > 0 && !e.visible, "{blank:?}");
+        }
+        for seen in [r"\nHi", ".", r"\u00e9", "\\\""] {
+            assert!(chat(seen).visible, "{seen:?}");
+        }
+        let text = |t: &str| ev(&format!(r#"{{"choices":[{{"text":"{t}"}}]}}"#));
+        assert!(
+            !text("  ").visible && text(" a").visible,
+            "completions' text too"
+        );
+        let thinking = ev(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#);
+        assert!(!thinking.visible, "reasoning is not output");
     }
 
     #[test]

@@ -57,6 +57,7 @@ fn ok(id: u64, intended_ms: f64, sent_ms: u64, tokens_ms: &[u64], done_ms: u64) 
         head_ns: Some(ms(sent_ms + 1)),
         first_token_ns: Some(first),
         first_output_ns: Some(first),
+        first_visible_ns: Some(first),
         last_token_ns: Some(last),
         done_ns: Some(ms(done_ms)),
         input_tokens: 10,
@@ -89,11 +90,13 @@ fn request_a() -> Record {
 }
 
 /// B: sent 6 ms, tokens at 26, 30, 34 ms, done 36 ms: TTFT 20, TPOT 4, gaps 4,4, E2E 30,
-/// OSL 3, NTPOT 10, ISL 20; reasoning first, so its first output is at 30 ms (TTFO 24).
+/// OSL 3, NTPOT 10, ISL 20; reasoning first, so its first output is at 30 ms (TTFO 24), and
+/// that output white space, so its first visible output is at 34 ms (TTFV 28).
 fn request_b() -> Record {
     let mut b = ok(1, 5.9, 6, &[26, 30, 34], 36);
     b.input_tokens = 20;
     b.first_output_ns = Some(30 * MS);
+    b.first_visible_ns = Some(34 * MS);
     b.events[1].output = false;
     b.events[1].reasoning = true;
     b
@@ -134,6 +137,8 @@ fn per_request_latencies_are_exact() {
     assert_exact(l.ttft.min, 10.0);
     assert_exact(l.ttft.max, 20.0);
     assert_exact(l.ttfo.mean, (10.0 + 24.0) / 2.0);
+    assert_exact(l.ttfv.mean, (10.0 + 28.0) / 2.0);
+    assert_exact(l.ttfv.max, 28.0);
     assert_exact(l.ttfb.mean, 1.0);
     assert_exact(l.tpot.mean, 3.0);
     assert_exact(l.tpot.min, 2.0);
@@ -650,6 +655,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "ttft",
         "ttst",
         "ttfo",
+        "ttfv",
         "ttfb",
         "tpot",
         "itl",

@@ -392,6 +392,7 @@ pub(crate) fn shift_stamps(r: &mut Record, shift: i128) {
         &mut r.head_ns,
         &mut r.first_token_ns,
         &mut r.first_output_ns,
+        &mut r.first_visible_ns,
         &mut r.last_token_ns,
         &mut r.done_ns,
     ] {

@@ -137,6 +137,7 @@ pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
         Metric::Ttft => rec.ttft_ns(),
         Metric::Ttst => rec.ttst_ns(),
         Metric::Ttfo => rec.ttfo_ns(),
+        Metric::Ttfv => rec.ttfv_ns(),
         Metric::Ttfb => rec.ttfb_ns(),
         Metric::Tpot => rec.tpot_ns(),
         Metric::E2e => rec.e2e_ns(),

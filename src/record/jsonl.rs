@@ -13,7 +13,7 @@
 //! ```text
 //! {"id":7,"request_id":"5f3a9c01-7","server_request_id":"5f3a9c01-7","worker":0,"endpoint":0,"warmup":false,"outcome":"ok","status":200,
 //!  "intended_ns":1000,"sent_ns":1200,"head_ns":5000,"first_token_ns":9000,
-//!  "first_output_ns":9000,"last_token_ns":19000,"done_ns":19500,
+//!  "first_output_ns":9000,"first_visible_ns":9000,"last_token_ns":19000,"done_ns":19500,
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
 //!  "reads":4,"bytes":912,"events_dropped":0,"warmup_by":null,
@@ -108,6 +108,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_opt(buf, "head_ns", r.head_ns);
     key_opt(buf, "first_token_ns", r.first_token_ns);
     key_opt(buf, "first_output_ns", r.first_output_ns);
+    key_opt(buf, "first_visible_ns", r.first_visible_ns);
     key_opt(buf, "last_token_ns", r.last_token_ns);
     key_opt(buf, "done_ns", r.done_ns);
     key_u64(buf, "input_tokens", r.input_tokens.into());
@@ -300,7 +301,7 @@ mod tests {
     }
 
     fn arb_record() -> impl Strategy<Value = Record> {
-        let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 6);
+        let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 7);
         let usage = proptest::collection::vec(proptest::option::of(any::<u32>()), 3);
         let counts = (
             any::<u32>(),
@@ -361,6 +362,7 @@ mod tests {
                 head_ns: st[1],
                 first_token_ns: st[2],
                 first_output_ns: st[3],
+                first_visible_ns: st[6],
                 last_token_ns: st[4],
                 done_ns: st[5],
                 input_tokens: c.0,

@@ -354,6 +354,10 @@ pub struct Record {
     pub first_token_ns: Option<u64>,
     /// The first event with non-reasoning output text (streamed responses only).
     pub first_output_ns: Option<u64>,
+    /// The first event whose output text holds more than white space (streamed responses
+    /// only). Logs written before it existed lack it.
+    #[serde(default)]
+    pub first_visible_ns: Option<u64>,
     /// The last token-bearing event (streamed responses only).
     pub last_token_ns: Option<u64>,
     /// The response ended, or the request failed or was abandoned.
@@ -496,6 +500,12 @@ impl Record {
     /// TTFO: first non-reasoning output event − send; `None` when either is missing.
     pub fn ttfo_ns(&self) -> Option<u64> {
         Some(self.first_output_ns?.saturating_sub(self.sent_ns?))
+    }
+
+    /// TTFV: first visible output (not white space only) − send; `None` when either is
+    /// missing.
+    pub fn ttfv_ns(&self) -> Option<u64> {
+        Some(self.first_visible_ns?.saturating_sub(self.sent_ns?))
     }
 
     /// TTFB: response head − send; `None` when either is missing.

@@ -93,6 +93,9 @@ metrics! {
     Ttst ttst "TTST" "Time to Second Token" STREAM | ROW | SLO;
     /// Time to first non-reasoning output (differs from TTFT for reasoning models).
     Ttfo ttfo "TTFO" "TTFO (first non-reasoning output)" STREAM | ROW | SLO;
+    /// Time to first visible output: the first output text that is not only white space
+    /// (a chat UI shows nothing before it) − send.
+    Ttfv ttfv "TTFV" "TTFV (first visible output)" STREAM | ROW | SLO;
     /// Time to the response head.
     Ttfb ttfb "TTFB" "TTFB (response head)" ROW | PLOT | SLO;
     /// (last token − first token) / (OSL − 1).
@@ -189,12 +192,13 @@ mod tests {
             keys(STAGE),
             ["ttft", "tpot", "itl", "e2e", "ttft_from_intent"]
         );
-        assert_eq!(Metric::with(SLO).count(), 11);
+        assert_eq!(Metric::with(SLO).count(), 12);
         assert_eq!(
             keys(ROW),
             [
                 "ttst",
                 "ttfo",
+                "ttfv",
                 "ttfb",
                 "ntpot",
                 "ttft_from_intent",
@@ -214,6 +218,7 @@ mod tests {
                 "ttft",
                 "ttst",
                 "ttfo",
+                "ttfv",
                 "tpot",
                 "itl",
                 "ttft_from_intent",

@@ -512,6 +512,7 @@ fn clear_response(rec: &mut Record) {
     rec.head_ns = None;
     rec.first_token_ns = None;
     rec.first_output_ns = None;
+    rec.first_visible_ns = None;
     rec.last_token_ns = None;
     rec.done_ns = None;
     rec.usage_prompt_tokens = None;

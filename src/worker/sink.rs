@@ -98,6 +98,9 @@ impl<'a> RecordSink<'a> {
         }
         if ev.content_bytes > 0 && self.streaming {
             self.rec.first_output_ns.get_or_insert(at);
+            if ev.visible {
+                self.rec.first_visible_ns.get_or_insert(at);
+            }
         }
     }
 }
@@ -166,6 +169,7 @@ mod tests {
     fn content(bytes: u32) -> EventInfo {
         EventInfo {
             content_bytes: bytes,
+            visible: true,
             ..Default::default()
         }
     }
@@ -225,6 +229,36 @@ mod tests {
         assert_eq!(rec.first_token_ns, Some(10));
         assert_eq!(rec.first_output_ns, Some(40));
         assert!(rec.events[0].reasoning && !rec.events[0].output);
+    }
+
+    #[test]
+    fn white_space_is_output_but_not_yet_visible() {
+        let blank = EventInfo {
+            content_bytes: 2,
+            ..Default::default()
+        };
+        let thinking = EventInfo {
+            reasoning_bytes: 5,
+            visible: false,
+            ..Default::default()
+        };
+        let reads = [
+            (10, vec![thinking]),
+            (20, vec![blank]),
+            (30, vec![blank, content(2)]),
+            (40, vec![content(1)]),
+        ];
+        let rec = fed(true, &reads);
+        assert_eq!(
+            (
+                rec.first_token_ns,
+                rec.first_output_ns,
+                rec.first_visible_ns
+            ),
+            (Some(10), Some(20), Some(30))
+        );
+        let unstreamed = fed(false, &reads);
+        assert_eq!(unstreamed.first_visible_ns, None, "streamed responses only");
     }
 
     #[test]
