@@ -803,6 +803,28 @@ mod tests {
     }
 
     #[test]
+    fn a_config_with_one_target_or_none_reads_back_as_targets() {
+        let t = Target::parse("http://h:8000/p").unwrap();
+        let one = serde_json::json!({ "target": t });
+        let plan: Plan = serde_json::from_value(one).unwrap();
+        assert_eq!(
+            plan.targets,
+            vec![t.clone()],
+            "an older summary's single target"
+        );
+        let none: Plan = serde_json::from_value(serde_json::json!({ "target": null })).unwrap();
+        assert!(none.targets.is_empty(), "null: the simulator");
+        let mut many = Plan::defaults();
+        many.targets = vec![t.clone(), Target::parse("https://g").unwrap()];
+        many.url_policy = UrlPolicy::LeastInFlight;
+        let back: Plan = serde_json::from_value(serde_json::to_value(&many).unwrap()).unwrap();
+        assert_eq!(
+            (back.targets, back.url_policy),
+            (many.targets, many.url_policy)
+        );
+    }
+
+    #[test]
     fn secrets_never_serialize() {
         let mut p = Plan::defaults();
         p.api_key = Some("sk-very-secret".into());
