@@ -135,19 +135,23 @@ pub enum SessionEnd {
     Completed,
     /// The next prompt would have passed `--max-context-tokens`.
     Context,
-    /// A turn did not succeed (failed, timed out, cancelled): a chat app shows the error and
-    /// the conversation stops there.
+    /// A turn did not succeed (failed, timed out, cancelled by the run's end): a chat app
+    /// shows the error and the conversation stops there.
     Failed,
+    /// The user abandoned a turn's answer (`--cancel-rate`): the tab was closed, and the
+    /// conversation with it.
+    Abandoned,
     /// The next turn was due after the run's end (`--duration`), or the run was stopped.
     RunEnd,
 }
 
 impl SessionEnd {
     /// Every reason, in the order the summary lists them.
-    pub const ALL: [SessionEnd; 4] = [
+    pub const ALL: [SessionEnd; 5] = [
         SessionEnd::Completed,
         SessionEnd::Context,
         SessionEnd::Failed,
+        SessionEnd::Abandoned,
         SessionEnd::RunEnd,
     ];
 
@@ -157,6 +161,7 @@ impl SessionEnd {
             SessionEnd::Completed => "completed",
             SessionEnd::Context => "context",
             SessionEnd::Failed => "failed",
+            SessionEnd::Abandoned => "abandoned",
             SessionEnd::RunEnd => "run_end",
         }
     }

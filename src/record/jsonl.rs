@@ -41,7 +41,7 @@
 //! - `turn` is `null` for an independent request; a conversation's turn (`--turns`) is
 //!   `{"session":S,"index":K,"session_start_ns":T,"think_ns":P,"end":E}`: turn K (from 0) of
 //!   session S, the session's first send at T, the pause P drawn before this turn, and on
-//!   the session's last turn why it ended (`completed`, `context`, `failed`, `run_end`; else
+//!   the session's last turn why it ended (`completed`, `context`, `failed`, `abandoned`, `run_end`; else
 //!   `null`). Lines without it (written before it existed) read as `null`.
 //! - `events` are compact arrays `[at_ns, tokens, server_ns_or_null, flags]` in arrival order,
 //!   token-bearing or not; `flags` is a bit set: 1 = carried output text, 2 = carried

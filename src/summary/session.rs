@@ -13,7 +13,7 @@ pub struct Sessions {
     pub target_session_rate: Option<f64>,
     /// Measured sessions whose first turn was sent.
     pub started: u64,
-    /// Sessions that ended, by why (`completed`, `context`, `failed`, `run_end`), every reason
+    /// Sessions that ended, by why (`completed`, `context`, `failed`, `abandoned`, `run_end`), every reason
     /// present.
     pub ended: BTreeMap<String, u64>,
     /// Turns sent per ended session.

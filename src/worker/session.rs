@@ -125,6 +125,7 @@ pub(super) async fn run(ctx: &Ctx, conn: &mut Conn, bufs: &mut SessionBufs, star
                 let next = s.catalog.get(spec.turn_id(session, k + 1));
                 next_end(ctx, spec, context_tokens, next, done_ns + next_think)
             }
+            Outcome::CancelledByClient => Some(SessionEnd::Abandoned),
             _ => Some(SessionEnd::Failed),
         };
         if end.is_none() {

@@ -444,3 +444,32 @@ fn shards_split_sessions_whole_and_merge_back_to_the_single_run() {
     assert_eq!(s["sessions"]["started"], 10);
     assert_eq!(s["counts"]["sent"].as_u64(), Some(want.len() as u64));
 }
+
+#[test]
+fn an_abandoned_answer_ends_its_conversation_as_abandoned_not_failed() {
+    let _l = lock();
+    let mut p = sim_plan();
+    p.output_tokens = 8;
+    p.sim.as_mut().unwrap().itl_ms = 1.0;
+    let sp = spec(3, ThinkTime::default());
+    conversations(&mut p, 4, 40, sp.clone());
+    let cancel = ringbench::plan::CancelSpec {
+        rate: 0.3,
+        after: ringbench::plan::CancelAfter::Tokens { n: 2 },
+    };
+    p.cancel = Some(cancel);
+    // A session ends at its first turn the client cuts (or completes its 3 turns).
+    let abandoned = (0..40u64)
+        .filter(|&s| (0..3).any(|k| cancel.cancels(p.seed, sp.turn_id(s, k))))
+        .count() as u64;
+    assert!(abandoned > 5 && abandoned < 35, "{abandoned}");
+    let s = ringbench::run(&p).expect("the run completes");
+    let sessions = serde_json::to_value(&s.sessions).unwrap();
+    assert_eq!(sessions["ended"]["abandoned"], abandoned);
+    assert_eq!(sessions["ended"]["completed"], 40 - abandoned);
+    assert_eq!(sessions["ended"]["failed"], 0);
+    assert_eq!(
+        (s.counts.failed, s.counts.cancelled_by_client),
+        (0, abandoned)
+    );
+}
