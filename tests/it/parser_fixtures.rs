@@ -382,6 +382,7 @@ mod cutting {
         match ev {
             Ev::Content(s) | Ev::Text(s) => EventInfo {
                 content_bytes: len(s),
+                visible: s.chars().any(|c| !c.is_whitespace()),
                 ..EventInfo::default()
             },
             Ev::Reasoning(s) => EventInfo {
