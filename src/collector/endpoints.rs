@@ -3,9 +3,11 @@
 //! at most `plan::MAX_TARGETS`, made up front. Never prints.
 
 use super::dist::Dist;
+use super::record_metric;
 use crate::plan::MAX_TARGETS;
 use crate::record::{Outcome, Record};
 use crate::summary::endpoints::EndpointRow;
+use crate::summary::Metric;
 
 /// One server's sums.
 #[derive(Clone, Debug, Default)]
@@ -49,28 +51,20 @@ impl EndpointTally {
         row.sent += 1;
         match rec.outcome {
             Outcome::Ok => {}
-            Outcome::Cancelled | Outcome::CancelledByClient => {
-                row.cancelled += 1;
+            o if o.is_failure() => {
+                row.failed += 1;
                 return;
             }
             _ => {
-                row.failed += 1;
+                row.cancelled += 1;
                 return;
             }
         }
         row.ok += 1;
         row.output_tokens += u64::from(rec.output_tokens);
-        if let Some(e2e) = rec.e2e_ns() {
-            row.e2e.record(e2e);
-        }
-        if stream {
-            if let Some(t) = rec.ttft_ns() {
-                row.ttft.record(t);
-            }
-            for gap in rec.itl_gaps_ns() {
-                row.itl.record(gap);
-            }
-        }
+        record_metric(Metric::Ttft, rec, stream, &mut row.ttft);
+        record_metric(Metric::Itl, rec, stream, &mut row.itl);
+        record_metric(Metric::E2e, rec, stream, &mut row.e2e);
     }
 
     /// The summary's `endpoints` rows; `duration_ns` is the run's measured duration (the

@@ -130,6 +130,15 @@ struct Dists {
     delivery_delay: Dist,
 }
 
+/// `sample` into `d` under the streaming rule: a metric only a streamed response has takes
+/// nothing from a `--no-stream` run. What every breakdown (stages, turns, servers) and the
+/// run's own distributions record.
+pub(crate) fn record_metric(m: Metric, rec: &Record, stream: bool, d: &mut Dist) {
+    if stream || !m.streaming_only() {
+        sample(m, rec, |v| d.record(v));
+    }
+}
+
 /// Every value metric `m` takes from one successful record, in order (none when the record
 /// lacks it): the one place each definition of `metrics.md` is applied to a record.
 pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
@@ -461,10 +470,7 @@ impl Measured {
             self.stalls.add(rec);
         }
         for m in Metric::ALL {
-            if stream || !m.streaming_only() {
-                let d = &mut self.dists.metrics[m.index()];
-                sample(m, rec, |v| d.record(v));
-            }
+            record_metric(m, rec, stream, &mut self.dists.metrics[m.index()]);
         }
         if !slos.is_empty() && meets_slos(rec, stream, slos) {
             self.good += 1;

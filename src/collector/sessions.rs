@@ -5,10 +5,12 @@
 //! prints.
 
 use super::dist::Dist;
+use super::record_metric;
 use crate::plan::session::MAX_TURNS;
 use crate::plan::{SessionEnd, SessionSpec};
 use crate::record::{Outcome, Record};
 use crate::summary::session::{Sessions, TurnRow};
+use crate::summary::Metric;
 
 /// One turn index's sums.
 #[derive(Clone, Debug, Default)]
@@ -92,14 +94,8 @@ impl SessionTally {
             return;
         }
         row.ok += 1;
-        if stream {
-            if let Some(t) = rec.ttft_ns() {
-                row.ttft.record(t);
-            }
-            for gap in rec.itl_gaps_ns() {
-                row.itl.record(gap);
-            }
-        }
+        record_metric(Metric::Ttft, rec, stream, &mut row.ttft);
+        record_metric(Metric::Itl, rec, stream, &mut row.itl);
         let prompt = u64::from(rec.usage_prompt_tokens.unwrap_or(rec.input_tokens));
         row.prompt_sum += prompt;
         row.prompts += 1;

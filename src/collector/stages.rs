@@ -5,7 +5,7 @@
 //! whole run's. Bounded: a few histograms per stage, `MAX_STAGES` stages at most. Never
 //! prints.
 
-use super::{sample, Dist};
+use super::{record_metric, Dist};
 use crate::plan::{shape, Shard, Stage};
 use crate::record::{Outcome, Record};
 use crate::summary::metric::role;
@@ -129,9 +129,7 @@ impl StageTally {
             return;
         }
         for (m, d) in Metric::with(role::STAGE).zip(one.dists.iter_mut()) {
-            if stream || !m.streaming_only() {
-                sample(m, rec, |v| d.record(v));
-            }
+            record_metric(m, rec, stream, d);
         }
     }
 

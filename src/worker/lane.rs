@@ -117,8 +117,6 @@ pub struct Lanes {
 struct LanesState {
     /// By server.
     idle: RefCell<Vec<Vec<Rc<Lane>>>>,
-    /// How many lanes `idle` holds in all.
-    idle_count: Cell<usize>,
     all: RefCell<Vec<Rc<Lane>>>,
     busy: Cell<usize>,
     /// The pacer, waiting for a lane to come back (at the cap, or draining).
@@ -128,7 +126,6 @@ struct LanesState {
 impl LanesState {
     fn release(&self, lane: Rc<Lane>) {
         self.idle.borrow_mut()[lane.server.get()].push(lane);
-        self.idle_count.set(self.idle_count.get() + 1);
         self.busy.set(self.busy.get() - 1);
         if let Some(w) = self.waiter.take() {
             w.wake();
@@ -146,9 +143,13 @@ impl LanesState {
             None if any => idle.iter_mut().max_by_key(|s| s.len())?.pop()?,
             None => return None,
         };
-        self.idle_count.set(self.idle_count.get() - 1);
         self.busy.set(self.busy.get() + 1);
         Some(lane)
+    }
+
+    /// Idle lanes of every server.
+    fn idle_total(&self) -> usize {
+        self.idle.borrow().iter().map(Vec::len).sum()
     }
 }
 
@@ -235,11 +236,11 @@ impl Lanes {
     }
 
     async fn wait_for_release(&self) {
-        let before = self.state.idle_count.get();
+        let before = self.state.idle_total();
         let gate = &self.ctx.connects;
         let was_full = gate.is_full();
         poll_fn(|cx| {
-            let idle_grew = self.state.idle_count.get() > before;
+            let idle_grew = self.state.idle_total() > before;
             if idle_grew || self.state.busy.get() == 0 || (was_full && !gate.is_full()) {
                 return Poll::Ready(());
             }
