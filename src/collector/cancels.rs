@@ -37,7 +37,7 @@ impl CancelTally {
     pub fn add(&mut self, rec: &Record) {
         self.count += 1;
         self.tokens += u64::from(rec.output_tokens);
-        self.input_tokens += u64::from(rec.usage_prompt_tokens.unwrap_or(rec.input_tokens));
+        self.input_tokens += u64::from(rec.prompt_tokens());
         if let Some(t) = rec.ttft_ns() {
             self.with_first_token += 1;
             self.ttft.record(t);

@@ -96,7 +96,7 @@ impl SessionTally {
         row.ok += 1;
         record_metric(Metric::Ttft, rec, stream, &mut row.ttft);
         record_metric(Metric::Itl, rec, stream, &mut row.itl);
-        let prompt = u64::from(rec.usage_prompt_tokens.unwrap_or(rec.input_tokens));
+        let prompt = u64::from(rec.prompt_tokens());
         row.prompt_sum += prompt;
         row.prompts += 1;
         if let Some(c) = rec.cached_tokens {

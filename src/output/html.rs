@@ -127,15 +127,12 @@ fn endpoints_table(s: &Summary) -> String {
         "<h2>Endpoints</h2>\n<table><tr><th>#</th><th>URL</th><th>sent</th><th>share %</th><th>ok</th><th>failed</th><th>req/s</th><th>output tok/s</th><th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>ITL p50 (ms)</th><th>E2E p50 (ms)</th><th>E2E p99 (ms)</th></tr>\n",
     );
     for r in rows {
-        let _ = writeln!(
-            t,
-            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            r.endpoint,
+        let cells = [
             escape(&r.url),
-            r.sent,
+            r.sent.to_string(),
             num(r.share_percent),
-            r.ok,
-            r.failed,
+            r.ok.to_string(),
+            r.failed.to_string(),
             num(r.requests_per_s),
             num(r.output_tokens_per_s),
             num(r.ttft_ms.p50),
@@ -143,6 +140,12 @@ fn endpoints_table(s: &Summary) -> String {
             num(r.itl_ms.p50),
             num(r.e2e_ms.p50),
             num(r.e2e_ms.p99),
+        ];
+        let _ = writeln!(
+            t,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            r.endpoint,
+            cells.join("</td><td>")
         );
     }
     t.push_str("</table>\n");

@@ -508,6 +508,12 @@ impl Record {
         Some(self.first_visible_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// Its prompt's tokens: the server's `usage.prompt_tokens` where given, else the client's
+    /// count.
+    pub fn prompt_tokens(&self) -> u32 {
+        self.usage_prompt_tokens.unwrap_or(self.input_tokens)
+    }
+
     /// TTFB: response head − send; `None` when either is missing.
     pub fn ttfb_ns(&self) -> Option<u64> {
         Some(self.head_ns?.saturating_sub(self.sent_ns?))

@@ -115,10 +115,7 @@ pub(super) async fn run(ctx: &Ctx, conn: &mut Conn, bufs: &mut SessionBufs, star
         let done_ns = rec.done_ns.unwrap_or_else(|| s.clock.now_ns());
         let next_think = spec.think_time.sample(&mut rng);
         // The history the next turn carries: this prompt (the server's count) and its reply.
-        context_tokens = rec
-            .usage_prompt_tokens
-            .unwrap_or(input_tokens)
-            .saturating_add(rec.output_tokens);
+        context_tokens = rec.prompt_tokens().saturating_add(rec.output_tokens);
         let end = match rec.outcome {
             _ if k + 1 == turns && rec.outcome == Outcome::Ok => Some(SessionEnd::Completed),
             Outcome::Ok => {
