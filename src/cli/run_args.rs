@@ -332,10 +332,16 @@ pub struct RunArgs {
     /// CPU, later sends).
     #[arg(long, value_name = "auto|D", default_value = "auto", value_parser = parse_spin_us, hide_short_help = true, help_heading = h::OVERHEAD)]
     pub pacer_spin_us: SpinUs,
-    /// Report the kernel → user delay of every read (http:// only)
+    /// Stamp reads with the client's own clock, not the kernel's receive stamps
     ///
-    /// From the kernel's software receive stamps; costs a syscall per read.
+    /// By default every read of an http:// connection carries the kernel's stamp of when its
+    /// bytes arrived, and TTFT, ITL and E2E are measured from it, leaving out the client's
+    /// own wake-up; the client's stamps stay beside them (ttft_user, itl_user, e2e_user).
+    /// This turns that off, saving a recvmsg syscall per read.
     #[arg(long, hide_short_help = true, help_heading = h::OVERHEAD)]
+    pub no_rx_timestamps: bool,
+    /// Kernel receive stamps on every read: the default (undoes --no-rx-timestamps)
+    #[arg(long, hide = true, overrides_with = "no_rx_timestamps")]
     pub rx_timestamps: bool,
     /// This host's shard of a run over several: I/N, or auto (with --shards)
     ///
@@ -599,7 +605,7 @@ impl RunArgs {
             cacert: self.cacert.clone(),
             insecure: self.insecure,
             workload: super::workload_args::workload_of(self)?,
-            rx_timestamps: self.rx_timestamps,
+            rx_timestamps: !self.no_rx_timestamps,
             pacer_spin_ns: self.pacer_spin_us.0,
             max_failed_percent: self.max_failed,
             server_metrics: self.server_metrics_spec(),

@@ -395,12 +395,18 @@ pub(crate) fn shift_stamps(r: &mut Record, shift: i128) {
         &mut r.first_visible_ns,
         &mut r.last_token_ns,
         &mut r.done_ns,
+        &mut r.first_token_user_ns,
+        &mut r.done_user_ns,
     ] {
         *ns = ns.map(mv);
+    }
+    if let Some(t) = r.turn.as_mut() {
+        t.session_start_ns = mv(t.session_start_ns);
     }
     for e in &mut r.events {
         e.at_ns = mv(e.at_ns);
         e.server_ns = e.server_ns.map(mv);
+        e.user_ns = e.user_ns.map(mv);
     }
 }
 

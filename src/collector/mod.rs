@@ -154,7 +154,10 @@ pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
         Metric::TtftFromIntent => rec.ttft_from_intent_ns(),
         Metric::E2eFromIntent => rec.e2e_from_intent_ns(),
         Metric::MaxStall => rec.max_stall_ns(),
+        Metric::TtftUser => rec.ttft_user_ns(),
+        Metric::E2eUser => rec.e2e_user_ns(),
         Metric::Itl => return rec.itl_gaps_ns().for_each(each),
+        Metric::ItlUser => return rec.itl_user_gaps_ns().for_each(each),
         Metric::ItlPerToken => {
             return tokens::per_token_gaps(rec, |gap, n| (0..n).for_each(|_| each(gap)))
         }

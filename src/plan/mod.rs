@@ -390,7 +390,8 @@ pub struct Plan {
     pub insecure: bool,
     /// Tokenizer, length distributions, dataset, shared prefixes, request options.
     pub workload: workload::WorkloadSpec,
-    /// Kernel software receive stamps on every plain connection (`--rx-timestamps`).
+    /// Kernel software receive stamps on every plain connection, the reads' stamps (on by
+    /// default; `--no-rx-timestamps` turns them off).
     pub rx_timestamps: bool,
     /// How long before each send the pacer spins instead of sleeping, ns; `None` learns it
     /// from the timer's lateness (`--pacer-spin-us`, default auto).
@@ -664,7 +665,7 @@ impl Plan {
             cacert: None,
             insecure: false,
             workload: workload::WorkloadSpec::default(),
-            rx_timestamps: false,
+            rx_timestamps: true,
             pacer_spin_ns: None,
             max_failed_percent: None,
             server_metrics: ServerMetricsSpec::default(),

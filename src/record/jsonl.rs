@@ -14,6 +14,7 @@
 //! {"id":7,"request_id":"5f3a9c01-7","server_request_id":"5f3a9c01-7","worker":0,"endpoint":0,"warmup":false,"outcome":"ok","status":200,
 //!  "intended_ns":1000,"sent_ns":1200,"head_ns":5000,"first_token_ns":9000,
 //!  "first_output_ns":9000,"first_visible_ns":9000,"last_token_ns":19000,"done_ns":19500,
+//!  "first_token_user_ns":null,"done_user_ns":null,
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
 //!  "reads":4,"bytes":912,"events_dropped":0,"warmup_by":null,
@@ -48,6 +49,11 @@
 //!   reasoning text. Events sharing `at_ns` were completed by the same read. With
 //!   `--tokenizer`, an event the client tokenizer credited with tokens has a fifth element,
 //!   that count (`[at_ns, tokens, server_ns, flags, text_tokens]`).
+//! - With `--rx-timestamps`, the stamps of reads (`head_ns` to `done_ns`, each event's
+//!   `at_ns`) are the kernel's receive stamps, and the client's own stamps of the same reads
+//!   are kept beside them: `first_token_user_ns` and `done_user_ns` (else `null`), and a
+//!   sixth element `user_ns` on each event whose `at_ns` is the kernel's (its fifth,
+//!   `text_tokens`, is then written even when 0). Lines without them read as `null`.
 
 use super::{EventStamp, Record};
 
@@ -111,6 +117,8 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_opt(buf, "first_visible_ns", r.first_visible_ns);
     key_opt(buf, "last_token_ns", r.last_token_ns);
     key_opt(buf, "done_ns", r.done_ns);
+    key_opt(buf, "first_token_user_ns", r.first_token_user_ns);
+    key_opt(buf, "done_user_ns", r.done_user_ns);
     key_u64(buf, "input_tokens", r.input_tokens.into());
     key_str(buf, "input_source", r.input_source.name());
     key_u64(buf, "output_tokens", r.output_tokens.into());
@@ -171,9 +179,13 @@ fn event(buf: &mut Vec<u8>, e: &EventStamp) {
     push_opt(buf, e.server_ns);
     buf.push(b',');
     push_u64(buf, e.flags().into());
-    if e.text_tokens > 0 {
+    if e.text_tokens > 0 || e.user_ns.is_some() {
         buf.push(b',');
         push_u64(buf, e.text_tokens.into());
+    }
+    if let Some(user_ns) = e.user_ns {
+        buf.push(b',');
+        push_u64(buf, user_ns);
     }
     buf.push(b']');
 }
@@ -259,7 +271,13 @@ mod tests {
                     at_ns: 9_100,
                     ..Default::default()
                 },
+                EventStamp {
+                    at_ns: 9_150,
+                    user_ns: Some(9_180),
+                    ..Default::default()
+                },
             ],
+            done_user_ns: Some(19_530),
             ..Default::default()
         };
         let mut buf = Vec::new();
@@ -274,8 +292,14 @@ mod tests {
         assert_eq!(v["usage_completion_tokens"], 1);
         assert_eq!(
             v["events"],
-            serde_json::json!([[9000, 1, 8950, 3], [9100, 0, null, 0]])
+            serde_json::json!([
+                [9000, 1, 8950, 3],
+                [9100, 0, null, 0],
+                [9150, 0, null, 0, 0, 9180]
+            ])
         );
+        assert_eq!(v["done_user_ns"], 19_530);
+        assert_eq!(v["first_token_user_ns"], serde_json::Value::Null);
     }
 
     fn arb_event() -> impl Strategy<Value = EventStamp> {
@@ -286,9 +310,10 @@ mod tests {
             any::<bool>(),
             any::<bool>(),
             prop_oneof![Just(0u32), any::<u32>()],
+            proptest::option::of(any::<u64>()),
         )
             .prop_map(
-                |(at_ns, tokens, server_ns, reasoning, output, text_tokens)| EventStamp {
+                |(at_ns, tokens, server_ns, reasoning, output, text_tokens, user_ns)| EventStamp {
                     at_ns,
                     server_ns,
                     tokens,
@@ -296,12 +321,13 @@ mod tests {
                     output,
                     text_bytes: 0,
                     text_tokens,
+                    user_ns,
                 },
             )
     }
 
     fn arb_record() -> impl Strategy<Value = Record> {
-        let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 7);
+        let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 9);
         let usage = proptest::collection::vec(proptest::option::of(any::<u32>()), 3);
         let counts = (
             any::<u32>(),
@@ -365,6 +391,8 @@ mod tests {
                 first_visible_ns: st[6],
                 last_token_ns: st[4],
                 done_ns: st[5],
+                first_token_user_ns: st[7],
+                done_user_ns: st[8],
                 input_tokens: c.0,
                 input_source: match kinds.4 {
                     true => InputSource::Tokenizer,

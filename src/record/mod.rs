@@ -218,6 +218,10 @@ pub struct EventStamp {
     pub text_bytes: u32,
     /// Tokens the client tokenizer says this event completed (0 without a tokenizer).
     pub text_tokens: u32,
+    /// The client's own stamp of the same read, when `at_ns` is the kernel's receive stamp
+    /// (`--rx-timestamps`): the difference is the client's wake-up and stamping time. `None`
+    /// when `at_ns` is itself the client's stamp.
+    pub user_ns: Option<u64>,
 }
 
 impl EventStamp {
@@ -229,6 +233,12 @@ impl EventStamp {
     /// The event carries at least one generated token.
     pub fn carries_token(&self) -> bool {
         self.tokens > 0
+    }
+
+    /// The client's own stamp of the read that completed it: `user_ns` when the kernel's
+    /// stamp is `at_ns`, else `at_ns` itself.
+    pub fn user_at_ns(&self) -> u64 {
+        self.user_ns.unwrap_or(self.at_ns)
     }
 
     /// The `flags` bit set `requests.jsonl` writes.
@@ -243,18 +253,26 @@ impl EventStamp {
 }
 
 /// `requests.jsonl` writes an event as `[at_ns, tokens, server_ns_or_null, flags]`, with a
-/// fifth element `text_tokens` when the client tokenizer credited it (see `jsonl`).
+/// fifth element `text_tokens` when the client tokenizer credited it, and a sixth, `user_ns`,
+/// when `at_ns` is the kernel's stamp (the fifth is then written, 0 or not; see `jsonl`).
 impl Serialize for EventStamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
-        let long = self.text_tokens > 0;
-        let mut t = s.serialize_tuple(if long { 5 } else { 4 })?;
+        let len = match (self.user_ns, self.text_tokens) {
+            (Some(_), _) => 6,
+            (None, 0) => 4,
+            (None, _) => 5,
+        };
+        let mut t = s.serialize_tuple(len)?;
         t.serialize_element(&self.at_ns)?;
         t.serialize_element(&self.tokens)?;
         t.serialize_element(&self.server_ns)?;
         t.serialize_element(&self.flags())?;
-        if long {
+        if len > 4 {
             t.serialize_element(&self.text_tokens)?;
+        }
+        if let Some(user_ns) = self.user_ns {
+            t.serialize_element(&user_ns)?;
         }
         t.end()
     }
@@ -266,7 +284,7 @@ impl<'de> Deserialize<'de> for EventStamp {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = EventStamp;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("[at_ns, tokens, server_ns, flags] or with text_tokens fifth")
+                f.write_str("[at_ns, tokens, server_ns, flags], text_tokens fifth, user_ns sixth")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -278,8 +296,9 @@ impl<'de> Deserialize<'de> for EventStamp {
                 let server_ns = a.next_element()?.ok_or_else(|| missing(2))?;
                 let flags: u8 = a.next_element()?.ok_or_else(|| missing(3))?;
                 let text_tokens = a.next_element()?.unwrap_or(0);
+                let user_ns = a.next_element()?;
                 if a.next_element::<serde::de::IgnoredAny>()?.is_some() {
-                    return Err(serde::de::Error::invalid_length(6, &self));
+                    return Err(serde::de::Error::invalid_length(7, &self));
                 }
                 Ok(EventStamp {
                     at_ns,
@@ -289,6 +308,7 @@ impl<'de> Deserialize<'de> for EventStamp {
                     output: flags & EventStamp::FLAG_OUTPUT != 0,
                     text_bytes: 0,
                     text_tokens,
+                    user_ns,
                 })
             }
         }
@@ -362,6 +382,16 @@ pub struct Record {
     pub last_token_ns: Option<u64>,
     /// The response ended, or the request failed or was abandoned.
     pub done_ns: Option<u64>,
+    /// With `--rx-timestamps`, the stamps above that come from a read (`head_ns` to
+    /// `done_ns`, and each event's `at_ns`) are the kernel's receive stamps, and these are
+    /// the client's own stamps of the reads that completed the first token and the response
+    /// (the `*_user` figures); `None` on a connection without kernel stamps. Logs written
+    /// before they existed lack them.
+    #[serde(default)]
+    pub first_token_user_ns: Option<u64>,
+    /// See `first_token_user_ns`.
+    #[serde(default)]
+    pub done_user_ns: Option<u64>,
     /// Prompt tokens as the client counts them (known before the run).
     pub input_tokens: u32,
     /// Where `input_tokens` came from (the catalog's, copied). Logs written before it existed
@@ -524,6 +554,18 @@ impl Record {
         Some(self.done_ns?.saturating_sub(self.sent_ns?))
     }
 
+    /// TTFT by the client's own stamp of the first token's read (`--rx-timestamps`); `None`
+    /// without kernel stamps.
+    pub fn ttft_user_ns(&self) -> Option<u64> {
+        Some(self.first_token_user_ns?.saturating_sub(self.sent_ns?))
+    }
+
+    /// E2E by the client's own stamp of the last read (`--rx-timestamps`); `None` without
+    /// kernel stamps.
+    pub fn e2e_user_ns(&self) -> Option<u64> {
+        Some(self.done_user_ns?.saturating_sub(self.sent_ns?))
+    }
+
     /// First token-bearing event − intended send time (queueing included); `None` without a token.
     pub fn ttft_from_intent_ns(&self) -> Option<u64> {
         Some(self.first_token_ns?.saturating_sub(self.intended_ns))
@@ -564,6 +606,21 @@ impl Record {
             prev = Some(e.at_ns);
             gap
         })
+    }
+
+    /// The chunk gaps by the client's own stamps of the reads (`--rx-timestamps`); none
+    /// without kernel stamps (a record that ended without `done_user_ns`).
+    pub fn itl_user_gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        let stamped = self.done_user_ns.is_some();
+        let mut prev: Option<u64> = None;
+        self.token_events()
+            .filter(move |_| stamped)
+            .filter_map(move |e| {
+                let at = e.user_at_ns();
+                let gap = prev.map(|p| at.saturating_sub(p));
+                prev = Some(at);
+                gap
+            })
     }
 
     /// Largest chunk gap of the request.

@@ -110,6 +110,14 @@ metrics! {
     TtftFromIntent ttft_from_intent "TTFT from intent" "TTFT from intended start" STREAM | ROW | PLOT | SLO | STAGE;
     /// E2E from the intended send time.
     E2eFromIntent e2e_from_intent "E2E from intent" "E2E from intended start" ROW | SLO;
+    /// TTFT by the client's own stamp of the first token's read, where `ttft` has the
+    /// kernel's receive stamp (`--rx-timestamps`); the difference is the client's wake-up
+    /// and stamping time. Empty without kernel stamps.
+    TtftUser ttft_user "TTFT (user)" "TTFT by the client's own read stamps" STREAM | ROW;
+    /// ITL by the client's own read stamps (`--rx-timestamps`).
+    ItlUser itl_user "ITL (user)" "ITL by the client's own read stamps" STREAM | ROW;
+    /// E2E by the client's own stamp of the last read (`--rx-timestamps`).
+    E2eUser e2e_user "E2E (user)" "E2E by the client's own read stamps" ROW;
     /// Largest chunk gap of each request.
     MaxStall max_stall "Max stall" "Max stall per request" STREAM | ROW | SLO;
     /// Per-token ITL: each chunk gap divided by the tokens it delivered, one sample per
@@ -203,6 +211,9 @@ mod tests {
                 "ntpot",
                 "ttft_from_intent",
                 "e2e_from_intent",
+                "ttft_user",
+                "itl_user",
+                "e2e_user",
                 "max_stall"
             ]
         );
@@ -222,6 +233,8 @@ mod tests {
                 "tpot",
                 "itl",
                 "ttft_from_intent",
+                "ttft_user",
+                "itl_user",
                 "max_stall",
                 "itl_per_token"
             ]

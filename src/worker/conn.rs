@@ -337,15 +337,7 @@ impl Conn {
                 return Attempt::Finished(Outcome::CancelledByClient);
             };
             self.buf = buf;
-            // Stamped before any lane of this pass parses (see `pass`).
-            let at_ns = match ctx.driver_reads && stream.read_by_driver() {
-                true => ctx.pass.completed(&s.clock),
-                false => ctx.pass.performed(&s.clock).await,
-            };
-            if matches!(stream, Stream::Stamped(_)) {
-                ctx.kernel_rx
-                    .read(&res, kernel_rt_ns, s.clock.origin_mono_ns() + at_ns);
-            }
+            let (at_ns, user_ns) = read_stamps(ctx, &stream, &res, kernel_rt_ns).await;
             let n = match res {
                 Ok(n) => n,
                 Err(_) if !got_bytes => return Attempt::Stale,
@@ -357,7 +349,8 @@ impl Conn {
                 at_ns,
                 s.clock.origin_mono_ns(),
                 s.plan.stream,
-            );
+            )
+            .with_user_stamp(user_ns);
             let step = if n == 0 {
                 if !got_bytes {
                     return Attempt::Stale;
@@ -374,6 +367,7 @@ impl Conn {
                 Ok(Progress::NeedMore) if cut.reached(rec) => {
                     // Enough tokens arrived: the connection closes as `stream` drops here.
                     rec.done_ns = Some(at_ns);
+                    rec.done_user_ns = user_ns;
                     return Attempt::Finished(Outcome::CancelledByClient);
                 }
                 Ok(Progress::NeedMore) => continue,
@@ -382,11 +376,39 @@ impl Conn {
                         self.stream = Some(stream);
                     }
                     rec.done_ns = Some(at_ns);
+                    rec.done_user_ns = user_ns;
                     return Attempt::Finished(final_outcome(rec, stream_state.error_event));
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
             }
         }
+    }
+}
+
+/// A read's stamp on the run clock, taken before any lane of this pass parses (see `pass`),
+/// and the lane's own stamp of it when that is not the same: on a kernel-stamped connection
+/// the kernel's receive stamp is the read's stamp and the lane's is kept beside it
+/// (`rxstamp`).
+async fn read_stamps(
+    ctx: &Ctx,
+    stream: &Stream,
+    res: &std::io::Result<usize>,
+    kernel_rt_ns: Option<u64>,
+) -> (u64, Option<u64>) {
+    let clock = &ctx.setup.clock;
+    let own_ns = match ctx.driver_reads && stream.read_by_driver() {
+        true => ctx.pass.completed(clock),
+        false => ctx.pass.performed(clock).await,
+    };
+    match stream {
+        Stream::Stamped(_) => {
+            let origin = clock.origin_mono_ns();
+            let kernel = ctx
+                .kernel_rx
+                .read(res, kernel_rt_ns, origin + own_ns, origin);
+            (kernel.unwrap_or(own_ns), Some(own_ns))
+        }
+        _ => (own_ns, None),
     }
 }
 
@@ -515,6 +537,8 @@ fn clear_response(rec: &mut Record) {
     rec.first_visible_ns = None;
     rec.last_token_ns = None;
     rec.done_ns = None;
+    rec.first_token_user_ns = None;
+    rec.done_user_ns = None;
     rec.usage_prompt_tokens = None;
     rec.usage_completion_tokens = None;
     rec.cached_tokens = None;

@@ -368,6 +368,7 @@ async fn worker_main(
         (0..PREALLOCATED_EVENT_VECS).map(|_| Spare::with_events(event_capacity(&setup.catalog))),
     );
     let setup_servers = setup.dests.len().max(1);
+    let kernel_rx = rxstamp::Tally::new(setup.plan.rx_timestamps);
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
@@ -380,7 +381,7 @@ async fn worker_main(
         driver_reads: crate::rt::driver::current() == Some(DriverUsed::IoUring),
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
-        kernel_rx: rxstamp::Tally::new(),
+        kernel_rx,
         in_flight: RefCell::new(vec![0; setup_servers].into_boxed_slice()),
     });
     let tail = {
@@ -462,7 +463,7 @@ fn warnings(ctx: &Ctx, c: &WorkerCounts, pinned: bool) -> Vec<String> {
 /// Why this worker measures no kernel receive stamps at all, if it does not.
 fn kernel_rx_off(s: &WorkerSetup) -> Option<String> {
     if !s.plan.rx_timestamps {
-        Some("off (--rx-timestamps turns it on)".into())
+        Some("off (--no-rx-timestamps)".into())
     } else if s.dests.iter().any(|d| d.tls.is_some()) {
         Some(
             "not measured over TLS: rustls reads the socket through monoio's read, which \

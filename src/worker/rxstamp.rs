@@ -1,8 +1,12 @@
 //! Part of the worker (schedule → **worker** → http → …): kernel receive timestamps. With
 //! `--rx-timestamps` each plain TCP connection asks the kernel for software RX timestamps
 //! (`SO_TIMESTAMPING`), and its reads go through `recvmsg`, whose control message carries the
-//! kernel's stamp (`CLOCK_REALTIME`) of the newest segment the read returned. The lane
-//! compares it with its own stamp of the same read, giving the kernel → user delay.
+//! kernel's stamp (`CLOCK_REALTIME`) of the newest segment the read returned. That stamp,
+//! moved onto the run clock, is the read's primary stamp (TTFT, ITL, E2E are computed from
+//! it); the lane's own stamp of the same read is kept beside it (the `*_user` figures), and
+//! their difference, the kernel → user delay, is tallied per read. `CLOCK_REALTIME` and
+//! `CLOCK_MONOTONIC` are slewed alike by NTP, so one offset taken when the worker starts
+//! converts every stamp of the run; only a step of the wall clock would move it.
 //!
 //! Why a raw `recvmsg` and not monoio's read: monoio 0.2.4 reads a `TcpStream` with an
 //! io_uring `Read`/`Recv` op (epoll: `recv`) that has no control buffer; its own `RecvMsg`
@@ -21,7 +25,7 @@ use crate::rt::tstamp;
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// One worker's kernel → user delays, tallied read by read (no allocation: the histogram is
 /// made when the worker starts).
@@ -32,34 +36,55 @@ pub struct Tally {
     unstamped: Cell<u64>,
     negative: Cell<u64>,
     refused: RefCell<Option<String>>,
+    /// A socket that asked for receive stamps when the worker started and is kept open until
+    /// it ends (see `switch_on`).
+    _switch: Option<OwnedFd>,
 }
 
 impl Tally {
-    pub fn new() -> Self {
+    /// `on`: the run stamps reads (`--rx-timestamps`, the default).
+    pub fn new(on: bool) -> Self {
         Tally {
             realtime_offset_ns: crate::rt::clock::realtime_offset_ns(),
             delay_ns: RefCell::new(new_histogram()),
             unstamped: Cell::new(0),
             negative: Cell::new(0),
             refused: RefCell::new(None),
+            _switch: on.then(switch_on).flatten(),
         }
     }
 
     /// One read of a stamped connection, `user_mono_ns` being the lane's own stamp of it
-    /// (absolute monotonic). End of stream and errors carry no data and are not counted.
+    /// (absolute monotonic). Returns the kernel's stamp of the read on the run clock (whose
+    /// origin is `origin_mono_ns`): the read's primary stamp, when the kernel gave one that is
+    /// not later than the lane's own (a later one, possible only if the wall clock was
+    /// stepped since the worker started, is counted in `negative` and not used). End of
+    /// stream and errors carry no data and are not counted.
     #[inline]
-    pub fn read(&self, res: &io::Result<usize>, kernel_rt_ns: Option<u64>, user_mono_ns: u64) {
+    pub fn read(
+        &self,
+        res: &io::Result<usize>,
+        kernel_rt_ns: Option<u64>,
+        user_mono_ns: u64,
+        origin_mono_ns: u64,
+    ) -> Option<u64> {
         if !matches!(res, Ok(n) if *n > 0) {
-            return;
+            return None;
         }
         let Some(kernel_rt_ns) = kernel_rt_ns else {
             self.unstamped.set(self.unstamped.get() + 1);
-            return;
+            return None;
         };
         let kernel_mono_ns = kernel_rt_ns as i64 - self.realtime_offset_ns;
         match u64::try_from(user_mono_ns as i64 - kernel_mono_ns) {
-            Ok(d) => self.delay_ns.borrow_mut().saturating_record(d),
-            Err(_) => self.negative.set(self.negative.get() + 1),
+            Ok(d) => {
+                self.delay_ns.borrow_mut().saturating_record(d);
+                Some((user_mono_ns - d).saturating_sub(origin_mono_ns))
+            }
+            Err(_) => {
+                self.negative.set(self.negative.get() + 1);
+                None
+            }
         }
     }
 
@@ -86,6 +111,23 @@ impl Tally {
             unavailable,
         }
     }
+}
+
+/// Linux stamps received packets only while some socket wants it, and the first socket to
+/// ask turns stamping on lazily (`net_enable_timestamp` defers the switch to a workqueue), so
+/// the first segments a run's first connections receive could come unstamped. A UDP socket
+/// that asks when the worker starts, before its first connection, and stays open for the run
+/// has the switch on by the time a response arrives. `None` if the socket cannot be made:
+/// the connections then ask for themselves, as before.
+fn switch_on() -> Option<OwnedFd> {
+    // SAFETY: `socket` takes no pointers; a non-negative result is a descriptor we now own.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just returned by `socket` and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    enable(fd.as_raw_fd()).ok().map(|()| fd)
 }
 
 /// Asks the kernel to stamp every segment this socket receives (`rt::tstamp`).

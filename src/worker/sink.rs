@@ -49,6 +49,9 @@ pub(super) struct RecordSink<'a> {
     pub rec: &'a mut Record,
     state: &'a mut StreamState,
     at_ns: u64,
+    /// The client's own stamp of the read, on a connection whose `at_ns` is the kernel's
+    /// receive stamp (`--rx-timestamps`); `None` otherwise.
+    user_ns: Option<u64>,
     origin_mono_ns: u64,
     streaming: bool,
     /// Events seen in this read.
@@ -71,11 +74,20 @@ impl<'a> RecordSink<'a> {
             rec,
             state,
             at_ns,
+            user_ns: None,
             origin_mono_ns,
             streaming,
             events: 0,
             stored_last: false,
         }
+    }
+
+    /// On a kernel-stamped connection (`--rx-timestamps`): `at_ns` is the kernel's receive
+    /// stamp (or the client's, for a read the kernel did not stamp) and `user_ns` the
+    /// client's own stamp of the same read, kept beside it.
+    pub(super) fn with_user_stamp(mut self, user_ns: Option<u64>) -> Self {
+        self.user_ns = user_ns;
+        self
     }
 
     /// Tokens carried: exact when the server streams cumulative usage on every chunk
@@ -93,7 +105,10 @@ impl<'a> RecordSink<'a> {
     fn stamp_tokens(&mut self, ev: &EventInfo) {
         let at = self.at_ns;
         if ev.carries_token() && self.streaming {
-            self.rec.first_token_ns.get_or_insert(at);
+            if self.rec.first_token_ns.is_none() {
+                self.rec.first_token_ns = Some(at);
+                self.rec.first_token_user_ns = self.user_ns;
+            }
             self.rec.last_token_ns = Some(at);
         }
         if ev.content_bytes > 0 && self.streaming {
@@ -144,6 +159,7 @@ impl ResponseSink for RecordSink<'_> {
             tokens,
             reasoning: ev.reasoning_bytes > 0,
             output: ev.content_bytes > 0,
+            user_ns: self.user_ns.filter(|&u| u != self.at_ns),
             ..Default::default()
         });
         self.stored_last = true;
@@ -195,6 +211,43 @@ mod tests {
         }
         resolve_osl(&mut rec);
         rec
+    }
+
+    /// Reads of a kernel-stamped connection: `(kernel or client stamp, client stamp, events)`.
+    #[test]
+    fn kernel_stamped_reads_keep_the_clients_own_stamps_beside() {
+        let mut rec = Record::default();
+        let mut state = StreamState::default();
+        let reads = [
+            (10, 14, vec![EventInfo::default()]),
+            (20, 27, vec![content(3)]),
+            // A read the kernel did not stamp: its stamp is the client's.
+            (35, 35, vec![content(1)]),
+            (40, 49, vec![content(1)]),
+        ];
+        for (at_ns, user_ns, events) in &reads {
+            let mut sink = RecordSink::new(&mut rec, &mut state, *at_ns, 0, true)
+                .with_user_stamp(Some(*user_ns));
+            events.iter().for_each(|e| sink.event(e));
+        }
+        rec.sent_ns = Some(5);
+        rec.done_ns = Some(40);
+        rec.done_user_ns = Some(49);
+        assert_eq!(
+            (rec.first_token_ns, rec.first_token_user_ns),
+            (Some(20), Some(27))
+        );
+        let user: Vec<Option<u64>> = rec.events.iter().map(|e| e.user_ns).collect();
+        assert_eq!(user, [Some(14), Some(27), None, Some(49)]);
+        assert_eq!((rec.ttft_ns(), rec.ttft_user_ns()), (Some(15), Some(22)));
+        assert_eq!((rec.e2e_ns(), rec.e2e_user_ns()), (Some(35), Some(44)));
+        assert_eq!(rec.itl_gaps_ns().collect::<Vec<_>>(), [15, 5]);
+        assert_eq!(rec.itl_user_gaps_ns().collect::<Vec<_>>(), [8, 14]);
+        // Without kernel stamps there is no user figure at all.
+        let plain = fed(true, &[(20, vec![content(1)]), (30, vec![content(1)])]);
+        assert_eq!(plain.first_token_user_ns, None);
+        assert!(plain.events.iter().all(|e| e.user_ns.is_none()));
+        assert_eq!(plain.itl_user_gaps_ns().count(), 0);
     }
 
     #[test]

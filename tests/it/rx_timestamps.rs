@@ -3,7 +3,7 @@
 //! readiness differently), and the null path when the flag is off. Runs are short, bounded
 //! by count, and serialized by the one lock like `e2e`.
 
-use crate::support::common::{lock, run_summary, sim_plan, uring_or_skip};
+use crate::support::common::{lock, out_dir, read_jsonl, run_summary, sim_plan, uring_or_skip};
 use ringbench::plan::{IoDriver, Load, Plan, Stop};
 use serde_json::Value;
 
@@ -50,6 +50,61 @@ fn assert_stamped(s: &Value, driver: &str) {
     assert!(max < 1_000.0, "kernel → user delay {max} ms");
     assert!(d["p50"].as_f64().unwrap() <= max);
     assert!(o["kernel_rx_delay_null_reason"].is_null());
+    // The client's own figures beside the kernel's: one per kernel one, never shorter.
+    let l = &s["latency_ms"];
+    for (kernel, user) in [
+        ("ttft", "ttft_user"),
+        ("itl", "itl_user"),
+        ("e2e", "e2e_user"),
+    ] {
+        assert_eq!(l[user]["count"], l[kernel]["count"], "{user}: {}", l[user]);
+        assert!(l[user]["count"].as_u64().unwrap() > 0, "{user}");
+        for stat in ["min", "p50", "max"] {
+            if kernel == "itl" {
+                continue; // a gap's two ends may wait differently: either may be longer
+            }
+            let (k, u) = (
+                l[kernel][stat].as_f64().unwrap(),
+                l[user][stat].as_f64().unwrap(),
+            );
+            assert!(u >= k, "{user} {stat} {u} ms < {kernel} {stat} {k} ms");
+        }
+    }
+}
+
+/// Per record: a read's kernel stamp is its stamp, the client's own is beside it and never
+/// earlier, and the kernel received each event after the simulator stamped its write (the
+/// simulator stamps just before `write`, on the same monotonic clock; the kernel's stamp is
+/// taken inside that write's loopback transmit, microseconds later, far beyond the ~0.1 µs
+/// uncertainty of the worker's wall-to-monotonic offset).
+fn assert_records_stamped(dir: &std::path::Path) {
+    let recs = read_jsonl(&dir.join("requests.jsonl"));
+    assert_eq!(recs.len(), 200);
+    let (mut events, mut kernel) = (0, 0);
+    for r in &recs {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+        assert!(n("first_token_user_ns") >= n("first_token_ns"), "{r}");
+        assert!(n("done_user_ns") >= n("done_ns"), "{r}");
+        for e in r["events"].as_array().unwrap() {
+            let e = e.as_array().unwrap();
+            events += 1;
+            let at = e[0].as_u64().unwrap();
+            if let Some(user) = e.get(5).and_then(Value::as_u64) {
+                kernel += 1;
+                assert!(user >= at, "user {user} < kernel {at}: {r}");
+                // `[DONE]` has no stamp of the simulator's.
+                if let Some(server) = e[2].as_u64() {
+                    assert!(at > server, "kernel {at} not after the write {server}: {r}");
+                }
+            }
+        }
+    }
+    // Unstamped reads are bounded above (≤ 2 reads); a read is up to a whole response.
+    assert!(
+        kernel + 2 * 20 >= events,
+        "{kernel} of {events} events kernel-stamped"
+    );
 }
 
 /// The count in the "N reads carried no kernel receive stamp" warning, or 0.
@@ -70,8 +125,11 @@ fn unstamped_reads(s: &Value) -> u64 {
 #[test]
 fn epoll_reads_carry_kernel_receive_stamps() {
     let _g = lock();
-    let s = run_summary(&plan(IoDriver::Epoll, true));
+    let mut p = plan(IoDriver::Epoll, true);
+    p.out_dir = Some(out_dir("rx-epoll"));
+    let s = run_summary(&p);
     assert_stamped(&s, "epoll");
+    assert_records_stamped(p.out_dir.as_ref().unwrap());
 }
 
 #[test]
@@ -80,8 +138,11 @@ fn io_uring_reads_carry_kernel_receive_stamps() {
         return;
     }
     let _g = lock();
-    let s = run_summary(&plan(IoDriver::Uring, true));
+    let mut p = plan(IoDriver::Uring, true);
+    p.out_dir = Some(out_dir("rx-uring"));
+    let s = run_summary(&p);
     assert_stamped(&s, "io_uring");
+    assert_records_stamped(p.out_dir.as_ref().unwrap());
 }
 
 #[test]
@@ -96,5 +157,11 @@ fn without_the_flag_the_delay_is_null_with_the_reason() {
         o["kernel_rx_delay_ms"]
     );
     let why = o["kernel_rx_delay_null_reason"].as_str().unwrap();
-    assert!(why.contains("--rx-timestamps"), "{why}");
+    assert!(why.contains("--no-rx-timestamps"), "{why}");
+    for user in ["ttft_user", "itl_user", "e2e_user"] {
+        assert_eq!(
+            s["latency_ms"][user]["count"], 0,
+            "{user} without kernel stamps"
+        );
+    }
 }
