@@ -86,7 +86,7 @@ pub mod report {
     pub use crate::collector::definitions::{Definitions, ToolFigures};
     pub use crate::collector::merge::{merge, MergeError, MergeOptions};
     pub use crate::collector::replay::{
-        definitions, read_records, recompute, Overrides, ReplayError,
+        definitions, read_records, recompute, recompute_to, Overrides, ReplayError,
     };
     pub use crate::collector::settings::SettingsError;
 }

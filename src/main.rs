@@ -87,7 +87,7 @@ fn run(args: &RunArgs) -> Done {
 /// `ringbench report DIR`: the summary again, from the records alone.
 fn report(args: &ReportArgs) -> Done {
     let (overrides, exports) = args.resolve().map_err(usage)?;
-    let summary = ringbench::report::recompute(&args.dir, &overrides)?;
+    let summary = ringbench::report::recompute_to(&args.dir, &overrides, args.out.as_deref())?;
     console::print_console(&summary, &mut Stdout)?;
     if !args.definitions.is_empty() {
         let figures = ringbench::report::definitions(&args.dir, &overrides, &args.definitions)?;

@@ -87,7 +87,7 @@ pub struct MergeArgs {
     /// The shards' `ringbench run --shard I/N --out` folders.
     #[arg(required = true, num_args = 1..)]
     pub dirs: Vec<PathBuf>,
-    /// Where the merged run's files go (summary.json, requests.jsonl, run.json, exports).
+    /// Where the merged run's files go (summary.json, requests.jsonl, run.json, .hlog, exports).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Merge even when shards are missing or given twice: the result is marked incomplete
@@ -176,7 +176,7 @@ pub struct ReportArgs {
     /// Also compute TTFT/ITL/TPOT/duration/throughput as these tools define them.
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
     pub definitions: Vec<ringbench::report::Definitions>,
-    /// Write summary.json and the exports here (the same files a run writes).
+    /// Write summary.json, the exports and the .hlog interval logs here (as a run does).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Which exports --out writes (comma-separated; default all).

@@ -26,11 +26,7 @@ impl Collector {
     /// taken then.)
     pub fn finish(mut self, mut facts: RunFacts) -> io::Result<Summary> {
         close_log(self.log.take(), self.log_error.take(), &mut facts.warnings);
-        close_hlogs(
-            self.hlog.take(),
-            self.hlog_error.take(),
-            &mut facts.warnings,
-        );
+        self.close_interval_logs(&mut facts.warnings);
         let host = Host::detect();
         if let Some(dir) = &self.out_dir {
             let sidecar = RunSidecar::new(&facts, &host, &self.settings.config);
@@ -197,7 +193,14 @@ fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut V
     }
 }
 
-/// The `.hlog` files are a convenience beside the records: a failure is a warning.
+impl Collector {
+    /// Closes the `.hlog` interval logs, if any. They are a convenience beside the records: a
+    /// failure is a warning.
+    pub(super) fn close_interval_logs(&mut self, warnings: &mut Vec<String>) {
+        close_hlogs(self.hlog.take(), self.hlog_error.take(), warnings);
+    }
+}
+
 fn close_hlogs(
     logs: Option<super::hlog::IntervalLogs>,
     error: Option<io::Error>,

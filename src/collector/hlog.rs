@@ -12,7 +12,9 @@
 //! its second was written (workers hand records over in batches) goes into the second still
 //! open. Every second from the first to the last sample gets a line, empty ones included.
 //! Timestamps are seconds since the run clock's origin (`BaseTime` in the header is the wall
-//! clock of the log's creation, a few ms before that origin).
+//! clock of the log's creation, a few ms before that origin, for a live run; the run's recorded
+//! clock origin for logs rewritten from `requests.jsonl` by `ringbench report` and `merge`,
+//! which feed the records through this same writer in file order).
 //!
 //! Memory is fixed: one open histogram per metric, written out and reset each second. The
 //! files are written under temporary names and renamed when the run ends (`outfile`). Never
@@ -57,9 +59,15 @@ pub struct IntervalLogs {
 }
 
 impl IntervalLogs {
-    /// Creates the four logs (under temporary names) in `dir` and writes their headers.
+    /// Creates the four logs (under temporary names) in `dir` and writes their headers,
+    /// `BaseTime` now.
     pub fn create(dir: &Path, stream: bool) -> io::Result<Self> {
-        let base = SystemTime::now();
+        Self::create_at(dir, stream, SystemTime::now())
+    }
+
+    /// `create` with `BaseTime` (and `StartTime`) `base`: the wall-clock instant of the run
+    /// clock's origin, when the logs are written again from the records.
+    pub fn create_at(dir: &Path, stream: bool, base: SystemTime) -> io::Result<Self> {
         let mut serializer = V2DeflateSerializer::new();
         let mut logs = Vec::new();
         for m in metrics() {

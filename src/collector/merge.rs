@@ -3,14 +3,17 @@
 //! one run (same plan hash, seed and shard count; each shard's records exactly its own
 //! global indices, once each; every shard 0..N there once), moves every stamp onto one time
 //! base (the earliest shard's wall-clock origin, by each shard's recorded `clock` offset),
-//! writes the union of the records as one `requests.jsonl` with a `run.json` beside it, and
-//! recomputes the summary from them through `replay::recompute`, the path `ringbench report`
-//! takes: never by combining the shards' percentiles. Each shard's own overhead (lag, CPU,
-//! validity) is kept in the summary's `merge` block, and the merged run is valid only if
-//! every shard was and none is missing. Memory stays flat: records stream one at a time.
-//! Never prints.
+//! writes the union of the records as one `requests.jsonl` in time order (a k-way merge of
+//! the shards' files by `done_ns`) with a `run.json` beside it, keeps one shard's
+//! `server_metrics.jsonl` (every shard scraped the same server; its stamps moved as its
+//! records are), and recomputes the summary and the `.hlog` interval logs from them through
+//! `replay::recompute_to`, the path `ringbench report` takes: never by combining the shards'
+//! percentiles. Each shard's own overhead (lag, CPU, validity) is kept in the summary's
+//! `merge` block, and the merged run is valid only if every shard was and none is missing.
+//! Memory stays flat: records stream one at a time (each shard is read twice: checked, then
+//! merged; nothing is written before every shard checked out). Never prints.
 
-use super::replay::{self, read_records, Overrides, ReplayError};
+use super::replay::{self, read_records, Overrides, RecordReader, ReplayError};
 use super::sidecar::RunSidecar;
 use super::Collector;
 use crate::plan::Shard;
@@ -89,9 +92,9 @@ struct Part {
     shard: Shard,
 }
 
-/// Merges the shard folders `dirs` into `out` (`requests.jsonl`, `run.json`); returns the
-/// recomputed summary. The caller writes `summary.json` and the exports
-/// (`output::write_run`).
+/// Merges the shard folders `dirs` into `out` (`requests.jsonl` in time order, `run.json`,
+/// the `.hlog` interval logs, and one shard's `server_metrics.jsonl`); returns the recomputed
+/// summary. The caller writes `summary.json` and the exports (`output::write_run`).
 pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summary, MergeError> {
     let parts = read_parts(dirs)?;
     let first = &parts[0];
@@ -109,20 +112,17 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
         .map(|p| origin(&p.side))
         .min()
         .expect("at least one shard");
-    std::fs::create_dir_all(out).map_err(write_err(out))?;
-    let mut log = super::log::RequestLog::create(out).map_err(write_err(out))?;
+    let shifts: Vec<i128> = kept.iter().map(|p| origin(&p.side) - base).collect();
     let mut merged = merged_sidecar(first, base, out);
     let mut parts_info = Vec::with_capacity(kept.len());
     let mut arrivals = 0;
-    for p in &kept {
-        let shift = origin(&p.side) - base;
-        let (own, own_arrivals) = copy_records(p, shift, info0.global_scheduled, |r| log.append(r))
-            .map_err(copy_err(&p.dir, out))?;
+    for (p, &shift) in kept.iter().zip(&shifts) {
+        let (own, own_arrivals) =
+            check_records(p, info0.global_scheduled).map_err(check_err(&p.dir))?;
         arrivals += own_arrivals;
         add_part(&mut merged, p, shift);
         parts_info.push(part_info(p, shift, &own));
     }
-    log.close().map_err(write_err(out))?;
     if let Some(c) = merged
         .clock
         .as_mut()
@@ -142,6 +142,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
             }
         }
     }
+    std::fs::create_dir_all(out).map_err(write_err(out))?;
+    write_in_time_order(&kept, &shifts, out)?;
+    let scrapes = copy_scrapes(&kept, &shifts, out, &mut merged.warnings)?;
     merged.merge = Some(MergeInfo {
         shards: count,
         complete: missing.is_empty() && duplicated.is_empty(),
@@ -149,24 +152,128 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
         duplicated,
         origin_unix_ns: base as u64,
         max_clock_error_us: kept.iter().filter_map(|p| max_error_us(p)).max(),
+        server_metrics_shard: scrapes,
         parts: parts_info,
     });
     merged.write(out).map_err(write_err(out))?;
-    Ok(replay::recompute(out, &Overrides::default())?)
+    Ok(replay::recompute_to(out, &Overrides::default(), Some(out))?)
 }
 
-/// A shard's copy failure as the merge's error: a bad record names the shard's folder, a
-/// failed write the output folder.
-fn copy_err<'a>(dir: &'a Path, out: &'a Path) -> impl FnOnce(CopyError) -> MergeError + 'a {
+/// Read buffer of each shard's `requests.jsonl` during the merge (one open per shard).
+const MERGE_READ_BUFFER: usize = 1 << 18;
+
+/// One shard's next record in the merge, moved onto the merged time base.
+struct Pending {
+    reader: RecordReader,
+    rec: Record,
+    shift: i128,
+}
+
+impl Pending {
+    /// Reads the shard's next record; its merge key when there is one.
+    fn advance(&mut self) -> Result<Option<u64>, ReplayError> {
+        if !self.reader.next_into(&mut self.rec)? {
+            return Ok(None);
+        }
+        shift_stamps(&mut self.rec, self.shift);
+        Ok(Some(time_key(&self.rec)))
+    }
+}
+
+/// Where a record sits in time order: when it ended (`done_ns`, what the `.hlog` files
+/// and a live run's log follow), or for one never sent its intended time.
+fn time_key(r: &Record) -> u64 {
+    r.done_ns.unwrap_or(r.intended_ns)
+}
+
+/// Writes the kept shards' records as one `out/requests.jsonl` in time order (by
+/// `time_key`, shifted): a k-way merge holding one pending record per shard, so memory stays
+/// flat. Each shard's own file is in its collector's order — by `done_ns` but for records
+/// handed over in batches — and the merge never puts a record further behind an earlier one
+/// than it was in its own shard's file; ties go to the lower shard index.
+fn write_in_time_order(kept: &[&Part], shifts: &[i128], out: &Path) -> Result<(), MergeError> {
+    use std::cmp::Reverse;
+    let mut log = super::log::RequestLog::create(out).map_err(write_err(out))?;
+    let mut pending = Vec::with_capacity(kept.len());
+    let mut due = std::collections::BinaryHeap::with_capacity(kept.len());
+    for (i, (p, &shift)) in kept.iter().zip(shifts).enumerate() {
+        let mut one = Pending {
+            reader: RecordReader::open(&p.dir, MERGE_READ_BUFFER)?,
+            rec: Record::default(),
+            shift,
+        };
+        if let Some(key) = one.advance()? {
+            due.push(Reverse((key, i)));
+        }
+        pending.push(one);
+    }
+    while let Some(Reverse((_, i))) = due.pop() {
+        log.append(&pending[i].rec).map_err(write_err(out))?;
+        if let Some(key) = pending[i].advance()? {
+            due.push(Reverse((key, i)));
+        }
+    }
+    log.close().map_err(write_err(out))
+}
+
+/// Every shard scraped the same server(s): the merge keeps the scrapes of one, the first
+/// kept shard (lowest index) that has `server_metrics.jsonl`, each line's run-clock stamps
+/// moved by that shard's shift as its records are, into `out`; returns its index. Lines
+/// that do not read back as a scrape are left out, with a warning.
+fn copy_scrapes(
+    kept: &[&Part],
+    shifts: &[i128],
+    out: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<u32>, MergeError> {
+    use crate::scrape::join::FILE_NAME;
+    let Some((p, &shift)) = kept
+        .iter()
+        .zip(shifts)
+        .find(|(p, _)| p.dir.join(FILE_NAME).is_file())
+    else {
+        return Ok(None);
+    };
+    if let Some(lost) = shift_scrapes(&p.dir, out, shift)? {
+        warnings.push(format!("shard {}: {lost}", p.shard.label()));
+    }
+    Ok(Some(p.shard.index))
+}
+
+/// Writes `from/server_metrics.jsonl` to `to/` (atomically) with each scrape's run-clock
+/// stamps (`start_ns`, `end_ns`) moved `shift` ns; says what it left out, if anything.
+fn shift_scrapes(from: &Path, to: &Path, shift: i128) -> Result<Option<String>, MergeError> {
+    use crate::scrape::{join::FILE_NAME, jsonl, scraper::DEFAULT_MAX_SCRAPES};
+    let path = from.join(FILE_NAME);
+    let back = jsonl::read_file(&path, 2 * DEFAULT_MAX_SCRAPES)
+        .map_err(|source| ReplayError::Io { path, source })?;
+    let (mut text, mut buf) = (Vec::new(), Vec::new());
+    for s in &back.scrapes {
+        let mut s = s.clone();
+        s.start_ns = moved(s.start_ns, shift);
+        s.end_ns = moved(s.end_ns, shift);
+        jsonl::write_line(&mut text, &s, &mut buf).map_err(write_err(to))?;
+    }
+    crate::rt::file::write_atomic(&to.join(FILE_NAME), &text).map_err(write_err(to))?;
+    let lost = back.bad_lines + back.dropped;
+    Ok((lost > 0).then(|| {
+        format!(
+            "{lost} lines of {FILE_NAME} left out of the merge ({} unreadable{}, {} past the \
+             bound)",
+            back.bad_lines,
+            back.first_bad.map_or(String::new(), |b| format!(": {b}")),
+            back.dropped
+        )
+    }))
+}
+
+/// A shard's check failure as the merge's error: a bad record names the shard's folder.
+fn check_err(dir: &Path) -> impl FnOnce(CheckError) -> MergeError + '_ {
     move |e| match e {
-        CopyError::Replay(e) => MergeError::Replay(e),
-        CopyError::Records(reason) => MergeError::Records {
+        CheckError::Replay(e) => MergeError::Replay(e),
+        CheckError::Records(reason) => MergeError::Records {
             dir: dir.to_path_buf(),
             reason,
-        },
-        CopyError::Write(source) => MergeError::Write {
-            dir: out.to_path_buf(),
-            source,
         },
     }
 }
@@ -286,48 +393,32 @@ fn origin(side: &RunSidecar) -> i128 {
         .map_or(0, |c| i128::from(c.origin_unix_ns))
 }
 
-enum CopyError {
+enum CheckError {
     Replay(ReplayError),
     Records(String),
-    Write(std::io::Error),
 }
 
-/// Streams a shard's records to `write`, each stamp moved `shift` ns later, checking that
-/// its arrivals are exactly its share of the global indices, once each; returns the shard's
-/// own summary (recomputed from the same records, for its overhead) and its arrivals. An
+/// Reads a shard's records, checking that its arrivals are exactly its share of the global
+/// indices, once each; returns the shard's own summary (recomputed from the same records,
+/// for its overhead) and its arrivals. An
 /// arrival is a request, or for conversations (`--turns`, sharded by session) a session:
 /// its first turn's record (sent or not) stands for it.
-fn copy_records(
-    p: &Part,
-    shift: i128,
-    global: Option<u64>,
-    mut write: impl FnMut(&Record) -> std::io::Result<()>,
-) -> Result<(Summary, u64), CopyError> {
+fn check_records(p: &Part, global: Option<u64>) -> Result<(Summary, u64), CheckError> {
     let (side, settings) =
-        replay::settings(&p.dir, &Overrides::default()).map_err(CopyError::Replay)?;
+        replay::settings(&p.dir, &Overrides::default()).map_err(CheckError::Replay)?;
     let mut own = Collector::from_settings(settings);
     let n = u64::from(p.shard.count.max(1));
     let mut seen: Vec<u64> = Vec::new();
     let mut fault: Option<String> = None;
-    let mut write_error: Option<std::io::Error> = None;
-    let mut rec = Record::default();
     let mut all = 0u64;
-    let mut copy = |r: &Record, write_error: &mut Option<std::io::Error>| {
-        rec.clone_from(r);
-        shift_stamps(&mut rec, shift);
-        if let Err(e) = write(&rec) {
-            *write_error = Some(e);
-        }
-    };
     let lines = read_records(&p.dir, |r| {
-        if fault.is_some() || write_error.is_some() {
+        if fault.is_some() {
             return;
         }
         own.add(r);
         all += 1;
         let (key, first) = r.turn.map_or((r.id, true), |t| (t.session, t.index == 0));
         if !first {
-            copy(r, &mut write_error);
             return;
         }
         if !p.shard.owns(key) || global.is_some_and(|g| key >= g) {
@@ -342,33 +433,33 @@ fn copy_records(
         }
         if !first_time(&mut seen, (key / n) as usize) {
             fault = Some(format!("request {key} has two records"));
-            return;
         }
-        copy(r, &mut write_error);
     })
-    .map_err(CopyError::Replay)?;
-    if let Some(e) = write_error {
-        return Err(CopyError::Write(e));
-    }
+    .map_err(CheckError::Replay)?;
     if let Some(f) = fault {
-        return Err(CopyError::Records(f));
+        return Err(CheckError::Records(f));
     }
     let arrivals: u64 = seen.iter().map(|w| u64::from(w.count_ones())).sum();
     if all != side.scheduled {
-        return Err(CopyError::Records(format!(
+        return Err(CheckError::Records(format!(
             "{all} records for {} scheduled requests ({lines} lines): the shard's log is \
              incomplete",
             side.scheduled
         )));
     }
     if let Some(g) = global.filter(|&g| p.shard.share(g) != arrivals) {
-        return Err(CopyError::Records(format!(
+        return Err(CheckError::Records(format!(
             "shard {} scheduled {arrivals} arrivals, its share of the run's {g} is {}",
             p.shard.label(),
             p.shard.share(g)
         )));
     }
     Ok((own.summarize(side.facts(), side.host.clone()), arrivals))
+}
+
+/// A run-clock stamp moved `shift` ns (never below 0).
+fn moved(v: u64, shift: i128) -> u64 {
+    u64::try_from(i128::from(v) + shift).unwrap_or(0)
 }
 
 /// Sets bit `i` of `bits` (grown as needed); false when it was set already.
@@ -385,7 +476,7 @@ fn first_time(bits: &mut Vec<u64>, i: usize) -> bool {
 /// Every stamp of `r` (the server's write stamps too, which are on the run clock) moved
 /// `shift` ns.
 pub(crate) fn shift_stamps(r: &mut Record, shift: i128) {
-    let mv = |v: u64| u64::try_from(i128::from(v) + shift).unwrap_or(0);
+    let mv = |v: u64| moved(v, shift);
     r.intended_ns = mv(r.intended_ns);
     for ns in [
         &mut r.sent_ns,
@@ -481,8 +572,8 @@ fn part_info(p: &Part, shift: i128, own: &Summary) -> ShardPart {
     }
 }
 
-/// Test hook: moves every stamp of the run in `dir` `by_ns` later and its recorded clock
-/// origin `by_ns` earlier — the same instants, as a host whose run clock started `by_ns`
+/// Test hook: moves every stamp of the run in `dir` (its scrapes' too) `by_ns` later and its
+/// recorded clock origin `by_ns` earlier — the same instants, as a host whose run clock started `by_ns`
 /// earlier would have stamped them. `merge` must undo it exactly.
 pub fn shift_run(dir: &Path, by_ns: i64) -> Result<(), MergeError> {
     let (mut side, _) = replay::settings(dir, &Overrides::default())?;
@@ -508,6 +599,9 @@ pub fn shift_run(dir: &Path, by_ns: i64) -> Result<(), MergeError> {
     let name = crate::record::jsonl::FILE_NAME;
     std::fs::rename(tmp.join(name), dir.join(name)).map_err(write_err(dir))?;
     let _ = std::fs::remove_dir(&tmp);
+    if dir.join(crate::scrape::join::FILE_NAME).is_file() {
+        shift_scrapes(dir, dir, i128::from(by_ns))?;
+    }
     if let Some(c) = side.clock.as_mut() {
         let mv = |v: u64| u64::try_from(i128::from(v) + i128::from(by_ns)).unwrap_or(0);
         c.origin_unix_ns =

@@ -308,6 +308,14 @@ impl Collector {
         }
     }
 
+    /// Writes the `.hlog` interval logs into `dir` from the next record on (`ringbench report
+    /// --out` and `merge`, from `requests.jsonl`), `BaseTime` `base`: the records go through
+    /// the same writer as a live run's.
+    pub fn log_intervals(&mut self, dir: &Path, base: std::time::SystemTime) -> io::Result<()> {
+        self.hlog = Some(hlog::IntervalLogs::create_at(dir, self.stream, base)?);
+        Ok(())
+    }
+
     /// Where the schedule started on the run clock: a `--stages` run places each record in
     /// the stage its intended time falls in. Set before the first record.
     pub fn set_schedule_start(&mut self, start_ns: u64) {

@@ -3,7 +3,9 @@
 //! into one reused `Record` (memory stays flat however long the run was); `recompute` feeds
 //! them to a fresh `Collector` built from the `run.json` sidecar's config and asks it for
 //! the summary through the very function a run uses, so that with no overrides the result
-//! serializes to the run's `summary.json` byte for byte. Never prints.
+//! serializes to the run's `summary.json` byte for byte; `recompute_to` also writes the
+//! `.hlog` interval logs again through the live run's writer (`report --out`, `merge`).
+//! Never prints.
 
 use super::sidecar::{self, RunSidecar};
 use super::{Collector, Settings, SettingsError};
@@ -55,32 +57,68 @@ pub struct Overrides {
     pub goodput: Option<Vec<Slo>>,
 }
 
-/// Calls `each` with every record of `dir/requests.jsonl`, in file order.
+/// Calls `each` with every record of `dir/requests.jsonl`, in file order; returns the
+/// number of lines read.
 pub fn read_records(dir: &Path, mut each: impl FnMut(&Record)) -> Result<u64, ReplayError> {
-    let path = dir.join(crate::record::jsonl::FILE_NAME);
-    let io_err = |source| ReplayError::Io {
-        path: path.clone(),
-        source,
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(&path).map_err(io_err)?);
-    let mut text = String::new();
+    let mut reader = RecordReader::open(dir, 1 << 20)?;
     let mut rec = Record::default();
-    let mut line = 0;
-    loop {
-        text.clear();
-        if reader.read_line(&mut text).map_err(io_err)? == 0 {
-            return Ok(line);
-        }
-        line += 1;
-        if text.trim().is_empty() {
-            continue;
-        }
-        parse_line(&text, &mut rec).map_err(|reason| ReplayError::Line {
-            path: path.clone(),
-            line,
-            reason,
-        })?;
+    while reader.next_into(&mut rec)? {
         each(&rec);
+    }
+    Ok(reader.lines)
+}
+
+/// `dir/requests.jsonl` read one record at a time, on demand (`merge` holds one open per
+/// shard and takes from whichever is due).
+pub struct RecordReader {
+    path: PathBuf,
+    reader: BufReader<File>,
+    text: String,
+    /// Lines read so far (blank ones too).
+    pub lines: u64,
+}
+
+impl RecordReader {
+    /// Opens `dir/requests.jsonl` with a read buffer of `buffer` bytes.
+    pub fn open(dir: &Path, buffer: usize) -> Result<Self, ReplayError> {
+        let path = dir.join(crate::record::jsonl::FILE_NAME);
+        let file = File::open(&path).map_err(|source| ReplayError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(RecordReader {
+            path,
+            reader: BufReader::with_capacity(buffer, file),
+            text: String::new(),
+            lines: 0,
+        })
+    }
+
+    /// The next record into `rec` (reusing its buffers); false at the end of the file.
+    pub fn next_into(&mut self, rec: &mut Record) -> Result<bool, ReplayError> {
+        loop {
+            self.text.clear();
+            let n = self
+                .reader
+                .read_line(&mut self.text)
+                .map_err(|source| ReplayError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.lines += 1;
+            if self.text.trim().is_empty() {
+                continue;
+            }
+            parse_line(&self.text, rec).map_err(|reason| ReplayError::Line {
+                path: self.path.clone(),
+                line: self.lines,
+                reason,
+            })?;
+            return Ok(true);
+        }
     }
 }
 
@@ -104,14 +142,40 @@ pub fn settings(dir: &Path, o: &Overrides) -> Result<(RunSidecar, Settings), Rep
 
 /// The summary of the run in `dir`, from `requests.jsonl` and `run.json` alone.
 pub fn recompute(dir: &Path, o: &Overrides) -> Result<Summary, ReplayError> {
+    recompute_to(dir, o, None)
+}
+
+/// `recompute`, writing the `.hlog` interval logs into `hlog_dir` as it goes (`report --out`,
+/// `merge`): the records go through the live run's writer in file order, `BaseTime` the
+/// run's recorded clock origin.
+pub fn recompute_to(
+    dir: &Path,
+    o: &Overrides,
+    hlog_dir: Option<&Path>,
+) -> Result<Summary, ReplayError> {
     let (side, settings) = settings(dir, o)?;
     let percentiles = settings.percentiles.clone();
     let mut c = Collector::from_settings(settings);
     if let Some(clock) = &side.clock {
         c.set_schedule_start(clock.schedule_start_ns);
     }
+    if let Some(out) = hlog_dir {
+        let origin_ns = side.clock.as_ref().map_or(0, |k| k.origin_unix_ns);
+        let base = match origin_ns {
+            0 => std::time::SystemTime::now(),
+            ns => std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns),
+        };
+        std::fs::create_dir_all(out)
+            .and_then(|()| c.log_intervals(out, base))
+            .map_err(|source| ReplayError::Io {
+                path: out.join(super::hlog::file_name("ttft")),
+                source,
+            })?;
+    }
     read_records(dir, |r| c.add(r))?;
-    let mut summary = c.summarize(side.facts(), side.host.clone());
+    let mut facts = side.facts();
+    c.close_interval_logs(&mut facts.warnings);
+    let mut summary = c.summarize(facts, side.host.clone());
     server_block(dir, &percentiles, &mut summary)?;
     Ok(summary)
 }

@@ -84,6 +84,10 @@ pub struct MergeInfo {
     /// Largest `maxerror` over the shards' kernels, µs: how far apart the hosts' clocks may be
     /// (twice this, at most); `null` where no kernel said.
     pub max_clock_error_us: Option<i64>,
+    /// The shard whose `server_metrics.jsonl` the merged run kept (every shard scraped the
+    /// same server, so one shard's scrapes, not their sum, make the `server` block): the
+    /// lowest index that had the file; `null` when none had.
+    pub server_metrics_shard: Option<u32>,
     /// Each merged shard, in index order.
     pub parts: Vec<ShardPart>,
 }

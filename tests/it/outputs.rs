@@ -63,8 +63,9 @@ fn base64_decode(text: &str) -> Vec<u8> {
         .expect("the interval's histogram is base64")
 }
 
-/// Every interval of one `.hlog`: (start s, length s, tag, histogram).
-fn intervals(path: &Path) -> Vec<(f64, f64, String, Histogram<u64>)> {
+/// Every interval of one `.hlog`: (start s, length s, tag, histogram) (other modules read
+/// theirs with it too).
+pub(crate) fn intervals(path: &Path) -> Vec<(f64, f64, String, Histogram<u64>)> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut de = Deserializer::new();
     IntervalLogIterator::new(&bytes)
@@ -130,6 +131,50 @@ fn interval_logs_hold_the_summarys_samples_second_by_second() {
     // Warm-up is excluded: the summary counted 300 measured requests, not 307.
     assert_eq!(s["counts"]["warmup"], 7);
     assert_eq!(s["latency_ms"]["e2e"]["count"], 300);
+}
+
+/// The `BaseTime` header of one `.hlog`, s since the Unix epoch.
+pub(crate) fn base_time(path: &Path) -> f64 {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    IntervalLogIterator::new(&bytes)
+        .find_map(|e| match e.expect("every line parses") {
+            LogEntry::BaseTime(t) => Some(t.as_secs_f64()),
+            _ => None,
+        })
+        .expect("a BaseTime header")
+}
+
+/// `ringbench report DIR --out D` writes the `.hlog` files again from `requests.jsonl`,
+/// through the live run's writer in the live collector's order: interval for interval the
+/// same histograms as the live run's (so the same counts), `BaseTime` the run's clock origin.
+#[test]
+fn report_rewrites_the_interval_logs_the_run_wrote() {
+    let (dir, s) = steady_run();
+    let again = out_dir("steady-report");
+    let ran = crate::support::common::output(&mut crate::support::common::ringbench([
+        "report".as_ref(),
+        dir.as_os_str(),
+        "--out".as_ref(),
+        again.as_os_str(),
+    ]));
+    assert_eq!(ran.status.code(), Some(0), "{}", ran.stderr);
+    let origin_s = read_json(&dir.join("run.json"))["clock"]["origin_unix_ns"]
+        .as_u64()
+        .unwrap() as f64
+        / 1e9;
+    for metric in ["ttft", "itl", "tpot", "e2e"] {
+        let name = format!("{metric}.hlog");
+        let (live, rewritten) = (intervals(&dir.join(&name)), intervals(&again.join(&name)));
+        assert_eq!(rewritten.len(), live.len(), "{metric}");
+        for (a, b) in live.iter().zip(&rewritten) {
+            assert_eq!((a.0, a.1, &a.2), (b.0, b.1, &b.2), "{metric}");
+            assert!(a.3 == b.3, "{metric} interval at {} s differs", a.0);
+        }
+        let total: u64 = rewritten.iter().map(|i| i.3.len()).sum();
+        assert_eq!(total, s["latency_ms"][metric]["count"].as_u64().unwrap());
+        assert!((base_time(&again.join(&name)) - origin_s).abs() < 1e-3);
+    }
+    assert_eq!(read_json(&again.join("summary.json")), *s);
 }
 
 fn schema() -> Value {

@@ -3,9 +3,11 @@
 //! run of the same flags and seed: the same arrivals (global index and intended time from
 //! the start, exactly), counts that add up, figures recomputed from the union of the records;
 //! a missing or duplicated shard refused by name (or merged marked incomplete); a shard whose
-//! stamps are moved by a known offset re-aligned exactly; the flags' errors.
+//! stamps are moved by a known offset re-aligned exactly; the merged `requests.jsonl` in time
+//! order, its `.hlog` files and one shard's scrapes; the flags' errors; and pacing per shard
+//! at 5,000 req/s over three shards within the single-host lag bound.
 
-use crate::outputs::schema_errors;
+use crate::outputs::{base_time, intervals, schema_errors};
 use crate::support::common::{
     cpu_pair, f, lock, made_dir, out_dir, output, read_json, read_jsonl, ringbench, spawn_sim, u,
 };
@@ -69,7 +71,9 @@ fn fixture() -> &'static Fixture {
                     "--quiet",
                     "--allow-concurrent",
                     "--allow-invalid",
-                    "--no-server-metrics",
+                    // The simulator's /metrics, scraped by every shard (the merge keeps one's).
+                    "--server-metrics-interval",
+                    "100ms",
                     "--out",
                 ]
                 .map(String::from),
@@ -347,6 +351,34 @@ fn a_shard_shifted_by_a_known_offset_is_realigned_exactly() {
         summary(&out)["latency_ms"],
         summary(&fx.merged)["latency_ms"]
     );
+    // The kept scrapes (shard 0's, moved with the rest of shard 0 by the hook) land at the
+    // same wall-clock instants too, and make the same server block.
+    assert_eq!(u(&summary(&out), "merge.server_metrics_shard"), 0);
+    let scrape_instants = |d: &Path| -> Vec<(u64, u64)> {
+        let origin = u(&summary(d), "merge.origin_unix_ns");
+        read_jsonl(&d.join("server_metrics.jsonl"))
+            .iter()
+            .map(|l| (origin + u(l, "start_ns"), origin + u(l, "end_ns")))
+            .collect()
+    };
+    // (Those of the probe just after the origin, which the hook's 3 ms back put below 0,
+    // are held at 0 by it and cannot come back.)
+    let clamped: Vec<bool> = read_jsonl(&moved0.join("server_metrics.jsonl"))
+        .iter()
+        .map(|l| u(l, "start_ns") == 0 || u(l, "end_ns") == 0)
+        .collect();
+    let unclamped = |d: &Path| -> Vec<(u64, u64)> {
+        let all = scrape_instants(d);
+        assert_eq!(all.len(), clamped.len());
+        all.into_iter()
+            .zip(&clamped)
+            .filter(|(_, c)| !**c)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    assert!(clamped.iter().filter(|c| !**c).count() >= 3);
+    assert_eq!(unclamped(&out), unclamped(&fx.merged));
+    assert_eq!(summary(&out)["server"], summary(&fx.merged)["server"]);
     // Shard 1, moved 1.23 s back, is now the earliest: its origin is the merged one.
     assert_eq!(
         u(&summary(&out), "merge.origin_unix_ns"),
@@ -429,4 +461,220 @@ fn shard_and_start_at_flags_name_themselves_when_wrong() {
         assert_eq!(ran.status.code(), Some(2), "{args:?}: {}", ran.stderr);
         assert!(ran.stderr.contains(want), "{args:?}: {}", ran.stderr);
     }
+}
+
+/// Each record's lateness in a file: how far (ns) its time key (`done_ns`, else
+/// `intended_ns` for one never sent, as the merge orders them) is behind the largest key
+/// before it; by request id.
+fn lateness(records: &[Value]) -> std::collections::BTreeMap<u64, u64> {
+    let mut latest = 0;
+    records
+        .iter()
+        .map(|r| {
+            let key = r["done_ns"].as_u64().unwrap_or_else(|| u(r, "intended_ns"));
+            latest = latest.max(key);
+            (u(r, "id"), latest - key)
+        })
+        .collect()
+}
+
+/// The merge writes `requests.jsonl` in time order. A live log is in its collector's
+/// order: by `done_ns` but for records handed over in batches (the `.hlog` writer puts such
+/// a late record into the second still open); the k-way merge adds no disorder of its own:
+/// each record is at most as far behind an earlier record in the merged file as it was in
+/// its own shard's file (exactly: lateness measured with the merge's own key).
+#[test]
+fn merged_records_are_in_time_order_within_the_shards_own_disorder() {
+    let fx = fixture();
+    let merged = read_jsonl(&fx.merged.join("requests.jsonl"));
+    let in_merged = lateness(&merged);
+    let mut own = std::collections::BTreeMap::new();
+    let mut own_max = 0;
+    for dir in &fx.shards {
+        let l = lateness(&read_jsonl(&dir.join("requests.jsonl")));
+        own_max = own_max.max(l.values().copied().max().unwrap_or(0));
+        own.extend(l);
+    }
+    assert_eq!(in_merged.len(), own.len());
+    for (id, late) in &in_merged {
+        assert!(
+            *late <= own[id],
+            "request {id}: {late} ns behind in the merged file, {} ns in its shard's",
+            own[id]
+        );
+    }
+    let merged_max = in_merged.values().copied().max().unwrap_or(0);
+    assert!(merged_max <= own_max, "{merged_max} ns vs {own_max} ns");
+}
+
+/// The merged run has the four `.hlog` files of a live run, written from the merged records:
+/// every measured sample once (per metric, the intervals' counts add up to the merged
+/// summary's count), one interval per second in order, `BaseTime` the merged time base.
+#[test]
+fn merged_interval_logs_hold_the_merged_summarys_samples() {
+    let fx = fixture();
+    let m = summary(&fx.merged);
+    let origin_s = u(&m, "merge.origin_unix_ns") as f64 / 1e9;
+    for metric in ["ttft", "itl", "tpot", "e2e"] {
+        let path = fx.merged.join(format!("{metric}.hlog"));
+        let ivs = intervals(&path);
+        assert!(!ivs.is_empty(), "{metric}");
+        for (i, (start, len, tag, _)) in ivs.iter().enumerate() {
+            assert_eq!(tag, metric);
+            assert_eq!(*len, 1.0);
+            assert_eq!(*start, ivs[0].0 + i as f64, "{metric} interval {i}");
+        }
+        let total: u64 = ivs.iter().map(|i| i.3.len()).sum();
+        assert_eq!(
+            total,
+            u(&m, &format!("latency_ms.{metric}.count")),
+            "{metric}"
+        );
+        assert!((base_time(&path) - origin_s).abs() < 1e-3, "{metric}");
+    }
+}
+
+/// Every shard scraped the simulator's /metrics; the merge keeps the lowest shard's scrapes
+/// (not three copies of one server's counters), each stamp moved by that shard's shift as its
+/// records were, and the merged summary's `server` block is made from them.
+#[test]
+fn merged_run_keeps_one_shards_scrapes_moved_onto_its_time_base() {
+    let fx = fixture();
+    let m = summary(&fx.merged);
+    assert!(m["server"].is_object(), "{}", m["server"]);
+    assert_eq!(u(&m, "merge.server_metrics_shard"), 0);
+    let shift = m["merge"]["parts"][0]["shift_ns"].as_i64().unwrap();
+    let own = read_jsonl(&fx.shards[0].join("server_metrics.jsonl"));
+    let kept = read_jsonl(&fx.merged.join("server_metrics.jsonl"));
+    assert!(kept.len() >= 3, "{} scrapes", kept.len());
+    assert_eq!(kept.len(), own.len());
+    for (a, b) in own.iter().zip(&kept) {
+        for key in ["start_ns", "end_ns"] {
+            assert_eq!(u(b, key) as i64, u(a, key) as i64 + shift, "{key}");
+        }
+        assert_eq!(a["page"], b["page"]);
+    }
+    // Shard 0's records moved by the same shift: its arrival 0 is where the merge put it.
+    let intended = |d: &Path| {
+        read_jsonl(&d.join("requests.jsonl"))
+            .iter()
+            .find(|r| r["id"] == 0)
+            .map(|r| u(r, "intended_ns") as i64)
+            .unwrap()
+    };
+    assert_eq!(intended(&fx.merged), intended(&fx.shards[0]) + shift);
+}
+
+/// One attempt of the pacing test: three shards of 5,000 req/s for 2 s against `url`, a
+/// common start 2.5 s ahead (far enough for three processes to start and connect on a loaded
+/// machine: a late start counts as lag); each shard's summary.
+fn paced_shards(url: &str, attempt: usize) -> Vec<Value> {
+    let cpu = cpu_pair().0.to_string();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let start_at = (now_ns + 2_500_000_000).to_string();
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| out_dir(&format!("paced{attempt}-{i}")))
+        .collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let shard = format!("{i}/3");
+            let out = dir.display().to_string();
+            ringbench([
+                "run",
+                "--url",
+                url,
+                "--model",
+                "m",
+                "--request-rate",
+                "5000",
+                "--request-count",
+                "10000",
+                "--seed",
+                "3",
+                "--shard",
+                &shard,
+                "--start-at",
+                &start_at,
+                "--cpus",
+                &cpu,
+                "--quiet",
+                "--allow-concurrent",
+                "--allow-invalid",
+                "--no-server-metrics",
+                "--out",
+                &out,
+            ])
+            .env_remove("JOB_COMPLETION_INDEX")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("a shard starts")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        // 0 valid, 4 invalid (judged below by the lag bound alone).
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "a shard failed ({:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dirs.iter().map(|d| summary(d)).collect()
+}
+
+/// Issue 21: pacing per shard at 5,000 req/s in total over three local shards (1,667/s
+/// each, all on the same worker CPU, the simulator on another) holds the single-host lag
+/// bound (`--max-lag`'s default, the bound a single run's verdict uses) on every shard: its
+/// scheduling-lag p99 is within it and its verdict names no lag. The machine running the
+/// tests may be loaded by other processes, which no pinning of ours can keep off the CPU: up
+/// to three attempts, passing when one holds the bound on every shard; the failure lists
+/// each attempt's p99s.
+#[test]
+fn three_shards_at_5000_per_second_hold_the_single_host_lag_bound() {
+    let _g = lock();
+    struct Sim(std::process::Child);
+    impl Drop for Sim {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let (sim, addr) = spawn_sim();
+    let _sim = Sim(sim);
+    let url = format!("http://{addr}");
+    let bound_ms = ringbench::plan::Plan::defaults().max_lag_ms;
+    let mut tried = vec![];
+    for attempt in 0..3 {
+        let shards = paced_shards(&url, attempt);
+        let mut p99s = vec![];
+        let mut held = true;
+        for (i, s) in shards.iter().enumerate() {
+            assert_eq!(u(s, "shard.index"), i as u64);
+            assert_eq!(u(s, "counts.scheduled"), [3334, 3333, 3333][i]);
+            assert_eq!(u(s, "counts.not_sent"), 0, "{}", s["counts"]);
+            let p99 = f(s, "overhead.sched_lag_ms.p99");
+            let named = s["overhead"]["invalid_reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.as_str().unwrap().contains("--max-lag"));
+            held &= p99 <= bound_ms && !named;
+            p99s.push(format!("shard {i}: p99 {p99:.3} ms"));
+        }
+        if held {
+            return;
+        }
+        tried.push(format!("attempt {}: {}", attempt + 1, p99s.join(", ")));
+    }
+    panic!(
+        "no attempt held the {bound_ms} ms lag bound on every shard: {}",
+        tried.join("; ")
+    );
 }
