@@ -369,6 +369,7 @@ async fn worker_main(
     );
     let setup_servers = setup.dests.len().max(1);
     let kernel_rx = rxstamp::Tally::new(setup.plan.rx_timestamps);
+    let pass = pass::Pass::with_lanes(deferred_room(&setup));
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
@@ -377,7 +378,7 @@ async fn worker_main(
         held: Cell::new(0),
         link: RefCell::new(link),
         free_events: RefCell::new(free),
-        pass: pass::Pass::default(),
+        pass,
         driver_reads: crate::rt::driver::current() == Some(DriverUsed::IoUring),
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
@@ -473,6 +474,13 @@ fn kernel_rx_off(s: &WorkerSetup) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Lanes whose reads a pass may defer at once: at most one read per lane, and no more lanes
+/// than the worker's cap (its share of the descriptors, or of `--max-concurrency`). Bounded
+/// at 65,536 wakers (1 MiB).
+fn deferred_room(s: &WorkerSetup) -> usize {
+    s.lane_cap.min(1 << 16)
 }
 
 /// The mean gap between this worker's arrivals (open loop, trace), ns.

@@ -22,7 +22,8 @@
 //!
 //! monoio 0.2.4 has no hook at the driver's return (its `Driver` and `Runtime` are not
 //! built from outside the crate), hence a task at the back of the queue instead. Single
-//! thread (`Cell`s); allocates nothing once the deferred list has grown to the lanes.
+//! thread (`Cell`s); the deferred list is made with room for every lane (`with_lanes`), so
+//! nothing here allocates during a run.
 //! Never prints.
 
 use crate::rt::clock::RunClock;
@@ -59,6 +60,17 @@ pub struct Sample {
 }
 
 impl Pass {
+    /// A pass state whose list of deferred lanes has room for `lanes` (each lane has at most
+    /// one read at a time), so it never grows mid-run: with kernel receive stamps every read
+    /// is performed by its lane and deferred, and growing the list when a pass first saw more
+    /// of them was an allocation in the middle of a run.
+    pub fn with_lanes(lanes: usize) -> Self {
+        Pass {
+            deferred: RefCell::new(Vec::with_capacity(lanes)),
+            ..Pass::default()
+        }
+    }
+
     /// The stamp of a read the driver completed: the pass's (taken now if this is the first).
     #[inline]
     pub fn completed(&self, clock: &RunClock) -> u64 {
