@@ -9,7 +9,9 @@
 //! included. A Prometheus that cannot be reached is tested without the binary. Each test
 //! holds the one lock: it runs a load.
 
-use crate::support::common::{cpu_pair, lock, made_dir, read_json, run_summary, sim_plan};
+use crate::support::common::{
+    cpu_pair, lock, made_dir, read_json, run_summary, sim_plan, KillOnDrop,
+};
 use ringbench::plan::{Load, Plan, SimSettings, Stop, Target};
 use ringbench::scrape::{Fetcher, GetOptions, MetricsUrl};
 use ringbench::sim::{self, SimConfig, SimHandle};
@@ -17,7 +19,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Prometheus's scrape interval in the test, ms.
@@ -52,24 +54,10 @@ fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
     found
 }
 
-/// A child killed and waited for when dropped, a panic's unwinding included.
-struct KillOnDrop(Child);
-
-impl KillOnDrop {
-    /// Kills it now; whether it had exited by itself before.
-    fn stop(mut self) -> bool {
-        let exited = matches!(self.0.try_wait(), Ok(Some(_)));
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        exited
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Kills `child` now (it is also waited for when dropped); whether it had exited by itself
+/// before.
+fn stop(mut child: KillOnDrop) -> bool {
+    matches!(child.0.try_wait(), Ok(Some(_)))
 }
 
 fn free_port() -> u16 {
@@ -193,7 +181,7 @@ fn a_real_prometheus_gives_the_server_block_of_the_run() {
     refused_and_unmatched_selectors_cost_a_warning(&sim, &url);
     let port = url.rsplit(':').next().unwrap().to_string();
     assert!(
-        !prometheus.stop(),
+        !stop(prometheus),
         "Prometheus ended by itself before the test did"
     );
     let refused = TcpStream::connect(format!("127.0.0.1:{port}"));

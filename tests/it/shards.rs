@@ -10,6 +10,7 @@
 use crate::outputs::{base_time, intervals, schema_errors};
 use crate::support::common::{
     cpu_pair, f, lock, made_dir, out_dir, output, read_json, read_jsonl, ringbench, spawn_sim, u,
+    KillOnDrop,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -47,16 +48,9 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let _g = lock();
-        /// Stops the simulator however the fixture ends.
-        struct Sim(std::process::Child);
-        impl Drop for Sim {
-            fn drop(&mut self) {
-                let _ = self.0.kill();
-                let _ = self.0.wait();
-            }
-        }
         let (sim, addr) = spawn_sim();
-        let _sim = Sim(sim);
+        // Stops the simulator however the fixture ends.
+        let _sim = KillOnDrop(sim);
         let url = format!("http://{addr}");
         let cpu = cpu_pair().0.to_string();
         let common = |out: &Path| {
@@ -639,15 +633,8 @@ fn paced_shards(url: &str, attempt: usize) -> Vec<Value> {
 #[test]
 fn three_shards_at_5000_per_second_hold_the_single_host_lag_bound() {
     let _g = lock();
-    struct Sim(std::process::Child);
-    impl Drop for Sim {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let (sim, addr) = spawn_sim();
-    let _sim = Sim(sim);
+    let _sim = KillOnDrop(sim);
     let url = format!("http://{addr}");
     let bound_ms = ringbench::plan::Plan::defaults().max_lag_ms;
     let mut tried = vec![];

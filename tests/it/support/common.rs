@@ -114,6 +114,16 @@ where
 }
 
 /// How a command ended, its two streams as text.
+/// A child killed and waited for when dropped, a panic's unwinding included.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 pub struct Ran {
     pub status: ExitStatus,
     pub stdout: String,
