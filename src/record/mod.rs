@@ -600,23 +600,26 @@ impl Record {
 
     /// Gaps between consecutive token-bearing events (vLLM's ITL list).
     pub fn itl_gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
-        let mut prev: Option<u64> = None;
-        self.token_events().filter_map(move |e| {
-            let gap = prev.map(|p| e.at_ns.saturating_sub(p));
-            prev = Some(e.at_ns);
-            gap
-        })
+        self.token_gaps(true, |e| e.at_ns)
     }
 
     /// The chunk gaps by the client's own stamps of the reads (`--rx-timestamps`); none
     /// without kernel stamps (a record that ended without `done_user_ns`).
     pub fn itl_user_gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
-        let stamped = self.done_user_ns.is_some();
+        self.token_gaps(self.done_user_ns.is_some(), EventStamp::user_at_ns)
+    }
+
+    /// Gaps between consecutive token-bearing events by `stamp` (none unless `any`).
+    fn token_gaps(
+        &self,
+        any: bool,
+        stamp: fn(&EventStamp) -> u64,
+    ) -> impl Iterator<Item = u64> + '_ {
         let mut prev: Option<u64> = None;
         self.token_events()
-            .filter(move |_| stamped)
+            .filter(move |_| any)
             .filter_map(move |e| {
-                let at = e.user_at_ns();
+                let at = stamp(e);
                 let gap = prev.map(|p| at.saturating_sub(p));
                 prev = Some(at);
                 gap
