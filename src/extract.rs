@@ -14,6 +14,8 @@ use simd_json::prelude::*;
 use simd_json::tape::{Object, Tape, Value};
 use simd_json::{Buffers, INPUT_PADDING};
 
+use crate::plan::Endpoint;
+
 /// Token accounting a server reported in a `usage` object.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -45,12 +47,30 @@ pub struct EventInfo {
     pub done_marker: bool,
     /// Top-level integer `ringbench_ns`: the simulator's write stamp. Other servers lack it.
     pub server_mono_ns: Option<u64>,
+    /// Bytes of tool-call fragments (a call's name and its arguments' text): output, as
+    /// content is (chat `delta.tool_calls`, Responses `function_call_arguments.delta`,
+    /// Messages `input_json_delta`; a non-streamed message's calls).
+    pub tool_call_bytes: u32,
+    /// Tool calls begun in this event (a fragment with a new call's id or name, a
+    /// `function_call` item added, a `tool_use` block started); a non-streamed body: every
+    /// call in it.
+    pub tool_calls: u32,
+    /// A pooling answer's items: embeddings, rerank results or scores in the body.
+    pub items: u32,
+    /// Valid JSON in another API's shape than the one asked (a chat chunk answering a
+    /// Responses request): the server does not serve the endpoint as asked.
+    pub wrong_api: bool,
 }
 
 impl EventInfo {
-    /// The event carries generated text, reasoning or content.
+    /// The event carries generated output: text, reasoning or a tool call's fragment.
     pub fn carries_token(&self) -> bool {
-        self.content_bytes > 0 || self.reasoning_bytes > 0
+        self.content_bytes > 0 || self.reasoning_bytes > 0 || self.tool_call_bytes > 0
+    }
+
+    /// The event carries non-reasoning output: content, text or a tool call (TTFO's rule).
+    pub fn carries_output(&self) -> bool {
+        self.content_bytes > 0 || self.tool_call_bytes > 0
     }
 }
 
@@ -93,6 +113,8 @@ pub struct Extractor {
     /// The last payload's generated text (reasoning, then content), unescaped, when the run
     /// counts output tokens with a tokenizer (`capture_text`); `None` otherwise. Reused.
     text: Option<Vec<u8>>,
+    /// The API whose answers this extractor reads (`Plan::endpoint`).
+    endpoint: Endpoint,
 }
 
 impl Default for Extractor {
@@ -109,16 +131,27 @@ impl Extractor {
     /// lane first used mid-run (an open loop's lanes are opened before the first arrival and
     /// some wait idle until a burst) grew them there, five allocations on the hot path.
     pub fn new() -> Self {
+        Self::for_endpoint(Endpoint::Chat)
+    }
+
+    /// `new`, for the answers of `endpoint` (chat's reads completions' too).
+    pub fn for_endpoint(endpoint: Endpoint) -> Self {
         let mut x = Extractor {
             buffers: Buffers::new(1024),
             tape: Some(Tape::null().reset()),
             scratch: Vec::with_capacity(1024 + INPUT_PADDING),
             text: None,
+            endpoint,
         };
         // An array, not an object: the error it reads as is the expected outcome.
         let warmed = x.parse(&WARM_PAYLOAD);
         debug_assert_eq!(warmed, Err(ExtractError::NotObject));
         x
+    }
+
+    /// The API whose answers it reads.
+    pub fn endpoint(&self) -> Endpoint {
+        self.endpoint
     }
 
     /// Keep each payload's generated text for `text()` (one copy into a reused buffer).

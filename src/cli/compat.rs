@@ -207,15 +207,32 @@ pub struct VllmFlags {
     pub ramp_up_end_rps: Option<String>,
 }
 
+/// AIPerf's `--endpoint-type`: its names (`rankings` is our `rerank`).
+fn aiperf_endpoint_type(s: &str) -> Result<Endpoint, String> {
+    match s {
+        "chat" => Ok(Endpoint::Chat),
+        "completions" => Ok(Endpoint::Completions),
+        "responses" => Ok(Endpoint::Responses),
+        "messages" => Ok(Endpoint::Messages),
+        "embeddings" => Ok(Endpoint::Embeddings),
+        "rankings" => Ok(Endpoint::Rerank),
+        _ => Err(format!(
+            "'{s}': ringbench takes AIPerf's chat, completions, responses, messages, \
+             embeddings or rankings"
+        )),
+    }
+}
+
 /// `aiperf profile`'s flags that ringbench does not spell the same way.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "aiperf profile's spellings (see the README's table)")]
 pub struct AiperfFlags {
-    /// AIPerf: chat or completions (ringbench's --endpoint).
+    /// AIPerf: chat, completions, responses, messages, embeddings or rankings (ringbench's
+    /// --endpoint).
     #[arg(
         hide_short_help = true,
         long,
-        value_enum,
+        value_parser = aiperf_endpoint_type,
         value_name = "KIND",
         hide_possible_values = true,
         conflicts_with = "endpoint"
@@ -515,16 +532,31 @@ fn target(o: &mut RunArgs, aiperf: bool) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// vLLM's `--backend` name for an endpoint (its result file's `backend`).
+fn vllm_backend(e: Endpoint) -> &'static str {
+    match e {
+        Endpoint::Chat => "openai-chat",
+        Endpoint::Completions => "openai",
+        Endpoint::Embeddings => "openai-embeddings",
+        Endpoint::Rerank | Endpoint::Score | Endpoint::TeiRerank => "vllm-rerank",
+        other => other.name(),
+    }
+}
+
 /// `--endpoint` as a path, `--backend`, `--endpoint-type`; vLLM's default `/v1/completions`.
 fn endpoint(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
     let backend = match o.vllm.backend.as_deref() {
         None => None,
         Some("openai" | "vllm") => Some(Endpoint::Completions),
         Some("openai-chat") => Some(Endpoint::Chat),
+        Some("openai-embeddings") => Some(Endpoint::Embeddings),
+        Some("vllm-rerank") => Some(Endpoint::Rerank),
         Some(other) => {
             return usage(format!(
-                "--backend {other}: ringbench speaks the OpenAI API: use openai or vllm \
-                 (/v1/completions) or openai-chat (/v1/chat/completions)"
+                "--backend {other}: ringbench takes openai or vllm (/v1/completions), \
+                 openai-chat (/v1/chat/completions), openai-embeddings (/v1/embeddings) or \
+                 vllm-rerank (/v1/rerank); for the Responses and Messages APIs give --endpoint \
+                 /v1/responses or /v1/messages"
             ))
         }
     };
@@ -774,10 +806,10 @@ fn vllm_result(a: &RunArgs, o: &mut RunArgs) -> Result<Option<VllmResult>, Usage
     }
     let rate = a.request_rate.filter(|r| r.is_finite());
     let endpoint = o.endpoint.unwrap_or(Endpoint::Chat);
-    let backend = v.backend.clone().unwrap_or_else(|| match endpoint {
-        Endpoint::Chat => "openai-chat".into(),
-        Endpoint::Completions => "openai".into(),
-    });
+    let backend = v
+        .backend
+        .clone()
+        .unwrap_or_else(|| vllm_backend(endpoint).into());
     let name = match &v.result_filename {
         Some(n) => n.clone(),
         None => vllm_file_name(v.label.as_deref().unwrap_or(&backend), a, rate)?,

@@ -13,6 +13,7 @@
 //! - `study_args`: `sweep`, `search` and `compare`;
 //! - `k8s`: `k8s manifest`, a run's flags made into a Kubernetes Indexed Job.
 
+pub mod api_args;
 pub mod compat;
 pub mod config;
 pub mod k8s;

@@ -227,17 +227,23 @@ pub fn parse_header(s: &str) -> Result<(String, String), UsageError> {
     }
 }
 
-/// `--endpoint`: `chat`, `completions`, or the route as vLLM spells it
-/// (`/v1/chat/completions`, `/v1/completions`).
+/// `--endpoint`: a name (`chat`, `responses`, …) or the route as vLLM spells it
+/// (`/v1/chat/completions`, `/v1/responses`, …; `/rerank` is TEI's).
 pub fn parse_endpoint(s: &str) -> Result<Endpoint, String> {
-    match s.trim().trim_end_matches('/') {
-        "chat" | "/v1/chat/completions" | "v1/chat/completions" => Ok(Endpoint::Chat),
-        "completions" | "/v1/completions" | "v1/completions" => Ok(Endpoint::Completions),
-        _ => Err(format!(
-            "'{s}' is not a route ringbench calls: use chat, completions, /v1/chat/completions \
-             or /v1/completions (a path prefix before /v1 goes in --url)"
-        )),
-    }
+    let want = s.trim().trim_end_matches('/');
+    let bare = want.trim_start_matches('/');
+    Endpoint::ALL
+        .into_iter()
+        .find(|e| e.name() == want || e.path().trim_start_matches('/') == bare)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Endpoint::ALL.iter().map(|e| e.name()).collect();
+            format!(
+                "'{s}' is not a route ringbench calls: use {} or its path (/v1/chat/completions, \
+                 /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank, /v1/score, TEI's \
+                 /rerank; a path prefix before /v1 goes in --url)",
+                names.join(", ")
+            )
+        })
 }
 
 /// `--percentiles 50,99,99.9`: each in (0, 100].

@@ -26,6 +26,7 @@ pub enum ArrivalArg {
 /// simulator's and the two other tools' spellings follow, in their own structs).
 pub mod heading {
     pub const TARGET: &str = "Target";
+    pub const ENDPOINT: &str = "Endpoints: tools, batches";
     pub const LOAD: &str = "Load";
     pub const WORKLOAD: &str = "Workload";
     pub const STOP: &str = "Stop and warm-up";
@@ -78,9 +79,12 @@ pub struct RunArgs {
     /// choice is per conversation.
     #[arg(long, value_name = "POLICY", hide_possible_values = true, help_heading = h::TARGET)]
     pub url_policy: Option<ringbench::plan::UrlPolicy>,
-    /// chat, completions, or a path like /v1/completions [default: chat]
+    /// chat, completions, responses, messages, embeddings, rerank, score, tei-rerank, or a
+    /// path like /v1/responses [default: chat]
     ///
-    /// With vLLM's spellings on the line, vLLM's default: /v1/completions.
+    /// With vLLM's spellings on the line, vLLM's default: /v1/completions. rerank is
+    /// /v1/rerank in the Jina/Cohere shape (vLLM, llama.cpp); tei-rerank is /rerank in
+    /// Hugging Face TEI's.
     #[arg(long, value_name = "KIND|PATH", value_parser = parse_endpoint, help_heading = h::TARGET)]
     pub endpoint: Option<Endpoint>,
     /// Model name sent in the body [default: the first of GET /v1/models]
@@ -169,6 +173,8 @@ pub struct RunArgs {
     pub replay_speedup: f64,
     #[command(flatten)]
     pub sessions: super::session_args::SessionFlags,
+    #[command(flatten)]
+    pub api: super::api_args::ApiFlags,
 
     /// Prompt length, tokens [default: 128]
     #[arg(long, value_name = "N", help_heading = h::WORKLOAD)]
@@ -569,6 +575,7 @@ impl RunArgs {
             url_policy: self.url_policy.unwrap_or_default(),
             sim,
             endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
+            api: self.api.options()?,
             model: self.model.clone(),
             load,
             stop,
@@ -579,7 +586,8 @@ impl RunArgs {
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
             input_tokens: self.input_tokens(),
             output_tokens: self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS),
-            stream: !self.no_stream,
+            // Embeddings, rerank and score answer with one JSON body.
+            stream: !self.no_stream && self.endpoint.is_none_or(|e| e.generates()),
             include_usage: !self.no_usage,
             seed: self.seed,
             cpus,

@@ -187,8 +187,14 @@ pub struct ResponseParser {
 }
 
 impl ResponseParser {
-    /// A parser waiting for a response head, held to `limits`.
+    /// A parser waiting for a response head, held to `limits`, reading chat (or
+    /// completions) answers.
     pub fn new(limits: Limits) -> Self {
+        Self::for_endpoint(limits, crate::plan::Endpoint::Chat)
+    }
+
+    /// `new`, reading the answers of `endpoint`.
+    pub fn for_endpoint(limits: Limits, endpoint: crate::plan::Endpoint) -> Self {
         ResponseParser {
             limits,
             phase: Phase::Head,
@@ -201,7 +207,7 @@ impl ResponseParser {
             chunked: ChunkedDecoder::new(),
             sse: SseSplitter::new(limits.max_event_bytes),
             json: Vec::new(),
-            extractor: Extractor::new(),
+            extractor: Extractor::for_endpoint(endpoint),
         }
     }
 

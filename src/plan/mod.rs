@@ -2,6 +2,7 @@
 //! it (schedule, workers, collector, report) reads only the `Plan`. A `Plan` that exists is
 //! valid; checks live in `cli`/`Plan::check`, never on the hot path.
 
+pub mod api;
 pub mod cancel;
 pub mod run_id;
 pub mod session;
@@ -12,6 +13,7 @@ pub mod targets;
 mod validate;
 pub mod workload;
 
+pub use api::{ApiOptions, EncodingFormat, Tool, ToolChoice};
 pub use cancel::{CancelAfter, CancelSpec};
 pub use run_id::RunId;
 pub use session::{SessionEnd, SessionSpec, ThinkTime};
@@ -25,8 +27,8 @@ pub use workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Which OpenAI-compatible route to call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which API a run calls: the route, the request body's shape and the answer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
@@ -34,15 +36,84 @@ pub enum Endpoint {
     Chat,
     /// `/v1/completions`, the prompt sent as `prompt` text.
     Completions,
+    /// `/v1/responses` (OpenAI's Responses API): the prompt sent as `input`, events named by
+    /// their `type` (`response.output_text.delta`, …, `response.completed`).
+    Responses,
+    /// `/v1/messages` (Anthropic's Messages API): `messages`, `max_tokens` always, `x-api-key`
+    /// and `anthropic-version` headers; events `message_start` … `message_stop`.
+    Messages,
+    /// `/v1/embeddings`: `--batch-size` inputs per request; not streamed.
+    Embeddings,
+    /// `/v1/rerank` (Jina/Cohere shape: `query`, `documents`): `--batch-size` documents per
+    /// query; not streamed.
+    Rerank,
+    /// `/v1/score` (`text_1` against each of `text_2`): `--batch-size` pairs; not streamed.
+    Score,
+    /// `/rerank` in Hugging Face TEI's shape (`query`, `texts`; the answer a bare array).
+    TeiRerank,
 }
 
 impl Endpoint {
+    /// Every endpoint, in declaration order.
+    pub const ALL: [Endpoint; 8] = [
+        Endpoint::Chat,
+        Endpoint::Completions,
+        Endpoint::Responses,
+        Endpoint::Messages,
+        Endpoint::Embeddings,
+        Endpoint::Rerank,
+        Endpoint::Score,
+        Endpoint::TeiRerank,
+    ];
+
     /// The route's path, which follows the target's `base_path`.
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::Chat => "/v1/chat/completions",
             Endpoint::Completions => "/v1/completions",
+            Endpoint::Responses => "/v1/responses",
+            Endpoint::Messages => "/v1/messages",
+            Endpoint::Embeddings => "/v1/embeddings",
+            Endpoint::Rerank => "/v1/rerank",
+            Endpoint::Score => "/v1/score",
+            Endpoint::TeiRerank => "/rerank",
         }
+    }
+
+    /// `--endpoint`'s name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "chat",
+            Endpoint::Completions => "completions",
+            Endpoint::Responses => "responses",
+            Endpoint::Messages => "messages",
+            Endpoint::Embeddings => "embeddings",
+            Endpoint::Rerank => "rerank",
+            Endpoint::Score => "score",
+            Endpoint::TeiRerank => "tei-rerank",
+        }
+    }
+
+    /// It generates text (and may stream it); the others pool their inputs into vectors or
+    /// scores and answer with one JSON body.
+    pub fn generates(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Chat | Endpoint::Completions | Endpoint::Responses | Endpoint::Messages
+        )
+    }
+
+    /// It takes `--batch-size` inputs per request (embeddings, rerank, score).
+    pub fn batches(self) -> bool {
+        !self.generates()
+    }
+
+    /// It can be asked to call tools (`--tools`).
+    pub fn takes_tools(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Chat | Endpoint::Responses | Endpoint::Messages
+        )
     }
 }
 
@@ -302,6 +373,9 @@ pub struct Plan {
     pub sim: Option<SimSettings>,
     /// The route to call (`--endpoint`).
     pub endpoint: Endpoint,
+    /// What the endpoint is asked beside the prompt: tools, batch size, vector encoding.
+    #[serde(default)]
+    pub api: ApiOptions,
     /// `None`: ask `GET /v1/models` for the first model.
     pub model: Option<String>,
     /// How load is offered: closed loop, open loop or a trace.
@@ -630,6 +704,7 @@ impl Plan {
             url_policy: UrlPolicy::default(),
             sim: Some(SimSettings::default()),
             endpoint: Endpoint::Chat,
+            api: ApiOptions::default(),
             model: None,
             load: Load::Closed { concurrency: 1 },
             stop: Stop {

@@ -112,7 +112,62 @@ impl Plan {
         self.check_shard()?;
         self.check_sessions()?;
         self.check_cancel()?;
+        self.check_api()?;
         self.check_cpus()
+    }
+
+    /// Tools go to an endpoint that takes them, batches to one that pools its inputs; a
+    /// pooling answer is not streamed, so nothing may wait on its tokens.
+    fn check_api(&self) -> Result<(), PlanError> {
+        let (e, api) = (self.endpoint, &self.api);
+        if !(1..=super::api::MAX_BATCH_SIZE).contains(&api.batch_size) {
+            return bad(format!(
+                "--batch-size {}: give 1 to {} inputs per request",
+                api.batch_size,
+                super::api::MAX_BATCH_SIZE
+            ));
+        }
+        if api.batch_size > 1 && !e.batches() {
+            return bad(format!(
+                "--batch-size {} is for --endpoint embeddings, rerank, score or tei-rerank; \
+                 --endpoint {} sends one prompt per request",
+                api.batch_size,
+                e.name()
+            ));
+        }
+        if (!api.tools.is_empty() || api.tool_choice.is_some()) && !e.takes_tools() {
+            return bad(format!(
+                "--tools and --tool-choice are for --endpoint chat, responses or messages, not \
+                 {}",
+                e.name()
+            ));
+        }
+        if api.tool_choice.is_some() && api.tools.is_empty() {
+            return bad(
+                "--tool-choice needs --tools FILE (the tools the model may call)".to_string(),
+            );
+        }
+        if !e.generates() {
+            if self.stream {
+                return bad(format!(
+                    "--endpoint {} answers with one JSON body: it cannot stream (give \
+                     --no-stream)",
+                    e.name()
+                ));
+            }
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|c| matches!(c.after, super::CancelAfter::Tokens { .. }))
+            {
+                return bad(format!(
+                    "--cancel-after tokens:N counts generated tokens; --endpoint {} generates \
+                     none: cut by time (--cancel-after 500ms)",
+                    e.name()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A share in (0, 1], and a cut that can happen.

@@ -201,19 +201,30 @@ impl Catalog {
         let head_extra = extra_headers(plan);
         let mut classes = HashMap::<(u64, u32), u32>::new();
         let mut class_values = vec![];
-        let mut class_of = Vec::with_capacity(prompts.len());
+        let per = prompts_per_request(plan);
+        let mut class_of = Vec::with_capacity(prompts.len() / per + 1);
         let mut all_bytes = Vec::new();
-        let entries: Vec<Entry> = prompts
-            .into_iter()
-            .map(|p| {
-                let body = request_body(plan, model, &p);
+        // A pooling request's inputs: `per` prompts each (a short last group only when it is
+        // the only one).
+        let mut left = prompts.into_iter();
+        let mut first = true;
+        let groups = std::iter::from_fn(|| {
+            let g: Vec<Prompt> = left.by_ref().take(per).collect();
+            let keep = g.len() == per || (first && !g.is_empty());
+            first = false;
+            keep.then_some(g)
+        });
+        let entries: Vec<Entry> = groups
+            .map(|inputs| {
+                let p = &inputs[0];
+                let body = request_body(plan, model, &inputs);
                 let salt_in_body = match (p.salt, &salt) {
-                    (Some(at), Some(pool)) => Some(locate(plan, model, &p, &body, at, pool)),
+                    (Some(at), Some(pool)) => Some(locate(plan, model, &inputs, &body, at, pool)),
                     _ => None,
                 };
                 let bytes = entry_bytes(&head_extra, &body);
                 let head_len = (bytes.len() - body.len()) as u32;
-                let messages = messages_span(plan, &p, &body).map(|m| Span {
+                let messages = messages_span(plan, p, &body).map(|m| Span {
                     at: head_len + m.at,
                     len: m.len,
                 });
@@ -236,8 +247,11 @@ impl Catalog {
                 Entry {
                     at,
                     len: bytes.len() as u32,
-                    input_tokens: p.input_tokens,
-                    output_tokens: p.max_tokens,
+                    input_tokens: inputs.iter().map(|p| p.input_tokens).sum(),
+                    output_tokens: match plan.endpoint.generates() {
+                        true => p.max_tokens,
+                        false => 0,
+                    },
                     salt: spot,
                     head_end: head_len - 2,
                     content_length: content_length_spot(&bytes, body.len()),
@@ -452,17 +466,25 @@ fn hash(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Where the salt of `p` is in its serialized `body`: the body is serialized again with the
+/// Where the salt of `inputs[0]` is in its serialized `body`: the body is serialized again with the
 /// salt's bytes all `A` (which no salt word has, and JSON does not escape), and the salt is
 /// where the two first differ. Both are the same length, and they differ in exactly the
 /// salt's span.
-fn locate(plan: &Plan, model: &str, p: &Prompt, body: &[u8], at: SaltAt, pool: &SaltPool) -> u32 {
+fn locate(
+    plan: &Plan,
+    model: &str,
+    inputs: &[Prompt],
+    body: &[u8],
+    at: SaltAt,
+    pool: &SaltPool,
+) -> u32 {
     let span = pool.span(at.words);
-    let mut marked = p.clone();
+    let mut marked = inputs.to_vec();
+    let p = &mut marked[0];
     let a = "A".repeat(span);
-    marked.text.replace_range(at.at..at.at + span, &a);
+    p.text.replace_range(at.at..at.at + span, &a);
     if let Some(i) = at.message {
-        if let Some(serde_json::Value::String(c)) = marked
+        if let Some(serde_json::Value::String(c)) = p
             .messages
             .as_mut()
             .and_then(|m| m.get_mut(i))
@@ -517,8 +539,24 @@ fn content_length_spot(bytes: &[u8], body_len: usize) -> Span {
 
 fn extra_headers(plan: &Plan) -> String {
     let mut h = String::new();
+    let given = |name: &str| {
+        plan.headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
     if let Some(key) = &plan.api_key {
-        let _ = write!(h, "Authorization: Bearer {key}\r\n");
+        // Anthropic's Messages API takes its key in `x-api-key`, not `Authorization`.
+        match plan.endpoint {
+            Endpoint::Messages => {
+                let _ = write!(h, "x-api-key: {key}\r\n");
+            }
+            _ => {
+                let _ = write!(h, "Authorization: Bearer {key}\r\n");
+            }
+        }
+    }
+    if plan.endpoint == Endpoint::Messages && !given("anthropic-version") {
+        h.push_str("anthropic-version: 2023-06-01\r\n");
     }
     for (k, v) in &plan.headers {
         let _ = write!(h, "{k}: {v}\r\n");
@@ -526,46 +564,197 @@ fn extra_headers(plan: &Plan) -> String {
     h
 }
 
-/// The JSON body, built with serde_json so prompts and names are escaped correctly. The
-/// request options come last, `--extra-body` after everything, so its keys win.
-pub fn request_body(plan: &Plan, model: &str, prompt: &Prompt) -> Vec<u8> {
+/// Prompts one request carries: one for a generating endpoint; `--batch-size` inputs for
+/// embeddings; a query and `--batch-size` documents (or pairs) for rerank and score.
+pub fn prompts_per_request(plan: &Plan) -> usize {
+    let batch = plan.api.batch_size.max(1) as usize;
+    match plan.endpoint {
+        Endpoint::Embeddings => batch,
+        Endpoint::Rerank | Endpoint::Score | Endpoint::TeiRerank => batch + 1,
+        _ => 1,
+    }
+}
+
+/// The JSON body of one request, built with serde_json so prompts and names are escaped
+/// correctly: `inputs[0]` is the prompt (a pooling request's first input, rerank's and
+/// score's query), the rest a pooling request's other inputs (documents). The request options
+/// come last, `--extra-body` after everything, so its keys win.
+pub fn request_body(plan: &Plan, model: &str, inputs: &[Prompt]) -> Vec<u8> {
+    use serde_json::{json, Value};
+    let prompt = &inputs[0];
+    let texts = |from: usize| -> Vec<Value> {
+        inputs[from..]
+            .iter()
+            .map(|p| p.text.as_str().into())
+            .collect()
+    };
     let mut body = serde_json::Map::new();
-    body.insert("model".into(), model.into());
-    match (plan.endpoint, &prompt.messages) {
-        (Endpoint::Chat, Some(messages)) => {
-            body.insert("messages".into(), messages.clone());
+    if plan.endpoint != Endpoint::TeiRerank {
+        body.insert("model".into(), model.into());
+    }
+    let messages = || match &prompt.messages {
+        Some(m) => m.clone(),
+        None => json!([{ "role": "user", "content": prompt.text }]),
+    };
+    match plan.endpoint {
+        Endpoint::Chat => {
+            body.insert("messages".into(), messages());
         }
-        (Endpoint::Chat, None) => {
-            let msg = serde_json::json!([{ "role": "user", "content": prompt.text }]);
-            body.insert("messages".into(), msg);
-        }
-        (Endpoint::Completions, _) => {
+        Endpoint::Completions => {
             body.insert("prompt".into(), prompt.text.as_str().into());
         }
+        Endpoint::Responses => {
+            let (system, rest) = split_system(messages());
+            if let Some(system) = system {
+                body.insert("instructions".into(), system.into());
+            }
+            let input = match prompt.messages {
+                None => prompt.text.as_str().into(),
+                Some(_) => Value::Array(rest.iter().map(responses_item).collect()),
+            };
+            body.insert("input".into(), input);
+        }
+        Endpoint::Messages => {
+            let (system, rest) = split_system(messages());
+            if let Some(system) = system {
+                body.insert("system".into(), system.into());
+            }
+            body.insert("messages".into(), Value::Array(rest));
+        }
+        Endpoint::Embeddings => {
+            body.insert("input".into(), Value::Array(texts(0)));
+            let format = plan.api.encoding_format.name();
+            body.insert("encoding_format".into(), format.into());
+        }
+        Endpoint::Rerank => {
+            body.insert("query".into(), prompt.text.as_str().into());
+            body.insert("documents".into(), Value::Array(texts(1)));
+        }
+        Endpoint::Score => {
+            body.insert("text_1".into(), prompt.text.as_str().into());
+            body.insert("text_2".into(), Value::Array(texts(1)));
+        }
+        Endpoint::TeiRerank => {
+            body.insert("query".into(), prompt.text.as_str().into());
+            body.insert("texts".into(), Value::Array(texts(1)));
+        }
     }
-    body.insert("max_tokens".into(), prompt.max_tokens.into());
-    body.insert("stream".into(), plan.stream.into());
-    if plan.stream && plan.include_usage {
-        body.insert(
-            "stream_options".into(),
-            serde_json::json!({ "include_usage": true }),
-        );
+    if plan.endpoint.generates() {
+        let max_key = match plan.endpoint {
+            Endpoint::Responses => "max_output_tokens",
+            _ => "max_tokens",
+        };
+        body.insert(max_key.into(), prompt.max_tokens.into());
+        body.insert("stream".into(), plan.stream.into());
+        let openai = matches!(plan.endpoint, Endpoint::Chat | Endpoint::Completions);
+        if openai && plan.stream && plan.include_usage {
+            body.insert("stream_options".into(), json!({ "include_usage": true }));
+        }
+        insert_tools(plan, &mut body);
+        let opts = &plan.workload.request;
+        if opts.ignore_eos {
+            body.insert("ignore_eos".into(), true.into());
+        }
+        if let Some(n) = opts.min_tokens {
+            // Never above max_tokens: servers refuse min_tokens > max_tokens.
+            body.insert("min_tokens".into(), n.min(prompt.max_tokens).into());
+        }
+        if let Some(t) = opts.temperature {
+            body.insert("temperature".into(), t.into());
+        }
     }
-    let opts = &plan.workload.request;
-    if opts.ignore_eos {
-        body.insert("ignore_eos".into(), true.into());
-    }
-    if let Some(n) = opts.min_tokens {
-        // Never above max_tokens: servers refuse min_tokens > max_tokens.
-        body.insert("min_tokens".into(), n.min(prompt.max_tokens).into());
-    }
-    if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), t.into());
-    }
-    if let Some(extra) = &opts.extra_body {
+    if let Some(extra) = &plan.workload.request.extra_body {
         body.extend(extra.clone());
     }
-    serde_json::to_vec(&serde_json::Value::Object(body)).expect("a JSON map always serializes")
+    serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes")
+}
+
+/// A chat `messages` array's system messages (their text joined), and the others: the
+/// Responses API takes the system prompt as `instructions`, Anthropic's as `system`.
+fn split_system(messages: serde_json::Value) -> (Option<String>, Vec<serde_json::Value>) {
+    let serde_json::Value::Array(all) = messages else {
+        return (None, vec![messages]);
+    };
+    let is_system = |m: &serde_json::Value| {
+        matches!(
+            m.get("role").and_then(|r| r.as_str()),
+            Some("system" | "developer")
+        )
+    };
+    let (system, rest): (Vec<_>, Vec<_>) = all.into_iter().partition(is_system);
+    let text: Vec<&str> = system
+        .iter()
+        .filter_map(|m| m.get("content").and_then(|c| c.as_str()))
+        .collect();
+    ((!text.is_empty()).then(|| text.join("\n")), rest)
+}
+
+/// A chat message as a Responses input item: its text as an `input_text` part (an
+/// assistant's as `output_text`).
+fn responses_item(m: &serde_json::Value) -> serde_json::Value {
+    let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("user");
+    let part = match role {
+        "assistant" => "output_text",
+        _ => "input_text",
+    };
+    match m.get("content") {
+        Some(serde_json::Value::String(text)) => serde_json::json!({
+            "role": role,
+            "content": [{ "type": part, "text": text }],
+        }),
+        _ => m.clone(),
+    }
+}
+
+/// `tools` and `tool_choice` in the endpoint's own shape: OpenAI chat's nested `function`,
+/// Responses' flat one, Anthropic's `input_schema` and `{"type":"any"}`.
+fn insert_tools(plan: &Plan, body: &mut serde_json::Map<String, serde_json::Value>) {
+    use crate::plan::ToolChoice;
+    use serde_json::json;
+    let api = &plan.api;
+    if !plan.endpoint.takes_tools() || api.tools.is_empty() {
+        return;
+    }
+    let tools: Vec<serde_json::Value> = api
+        .tools
+        .iter()
+        .map(|t| {
+            let mut f = json!({ "name": t.name });
+            if let Some(d) = &t.description {
+                f["description"] = d.as_str().into();
+            }
+            match plan.endpoint {
+                Endpoint::Messages => {
+                    f["input_schema"] = t.parameters.clone();
+                    f
+                }
+                Endpoint::Responses => {
+                    f["type"] = "function".into();
+                    f["parameters"] = t.parameters.clone();
+                    f
+                }
+                _ => {
+                    f["parameters"] = t.parameters.clone();
+                    json!({ "type": "function", "function": f })
+                }
+            }
+        })
+        .collect();
+    body.insert("tools".into(), tools.into());
+    let choice = api.tool_choice.as_ref().map(|c| match (plan.endpoint, c) {
+        (Endpoint::Messages, ToolChoice::Auto) => json!({ "type": "auto" }),
+        (Endpoint::Messages, ToolChoice::Required) => json!({ "type": "any" }),
+        (Endpoint::Messages, ToolChoice::None) => json!({ "type": "none" }),
+        (Endpoint::Messages, ToolChoice::Named(n)) => json!({ "type": "tool", "name": n }),
+        (_, ToolChoice::Auto) => "auto".into(),
+        (_, ToolChoice::Required) => "required".into(),
+        (_, ToolChoice::None) => "none".into(),
+        (Endpoint::Responses, ToolChoice::Named(n)) => json!({ "type": "function", "name": n }),
+        (_, ToolChoice::Named(n)) => json!({ "type": "function", "function": { "name": n } }),
+    });
+    if let Some(choice) = choice {
+        body.insert("tool_choice".into(), choice);
+    }
 }
 
 /// What a request to `route` on a server starts with: its request line (under the server's

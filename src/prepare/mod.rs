@@ -135,13 +135,24 @@ fn dataset_items(
     }
 }
 
-/// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`.
+/// Prompts all of a pooling run's distinct requests hold at most (`--batch-size` inputs
+/// each): a catalog of fewer distinct requests when batches are large.
+pub const MAX_POOLED_PROMPTS: usize = 16 * MAX_DISTINCT;
+
+/// How many distinct prompts the run needs: its request count, at most `MAX_DISTINCT`
+/// requests, times the prompts each request carries (`catalog::prompts_per_request`), at
+/// most `MAX_POOLED_PROMPTS` (and at least one request's).
 pub fn distinct_for(plan: &Plan) -> usize {
     let total = plan
         .stop
         .request_count
         .map_or(MAX_DISTINCT as u64, |c| c + plan.warmup_requests);
-    (total as usize).clamp(1, MAX_DISTINCT)
+    let requests = (total as usize).clamp(1, MAX_DISTINCT);
+    let per = catalog::prompts_per_request(plan);
+    match per {
+        1 => requests,
+        _ => requests.min(MAX_POOLED_PROMPTS / per).max(1) * per,
+    }
 }
 
 /// Builds every prompt of the run: loads the tokenizer and the dataset, draws lengths, makes

@@ -17,7 +17,7 @@
 //!  "first_token_user_ns":null,"done_user_ns":null,
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
-//!  "reads":4,"bytes":912,"events_dropped":0,"warmup_by":null,
+//!  "reads":4,"bytes":912,"events_dropped":0,"tool_calls":0,"items":0,"warmup_by":null,
 //!  "events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
 //! ```
 //!
@@ -36,6 +36,9 @@
 //!   token per synthetic word, or per 4 bytes of dataset text); a line without it (written
 //!   before it existed) reads as `approximate`. `usage_prompt_tokens` is the server's own
 //!   count of the same prompt, `null` when it sent none.
+//! - `tool_calls` is how many tool calls the answer made (`--tools`), `items` how many
+//!   embeddings, rerank results or scores a pooling answer held; lines written before they
+//!   existed read as 0.
 //! - `output_source` is `usage`, `tokenizer` or `events`.
 //! - `warmup_by` says which warm-up rule excluded a record: `count` (`--warmup-requests`),
 //!   `duration` (`--warmup-duration`), `both`, or `null` for a measured one.
@@ -137,6 +140,8 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     key_u64(buf, "reads", r.reads.into());
     key_u64(buf, "bytes", r.bytes);
     key_u64(buf, "events_dropped", r.events_dropped.into());
+    key_u64(buf, "tool_calls", r.tool_calls.into());
+    key_u64(buf, "items", r.items.into());
     match r.warmup_by.name() {
         Some(name) => key_str(buf, "warmup_by", name),
         None => push(buf, ",\"warmup_by\":null"),
@@ -335,6 +340,8 @@ mod tests {
             any::<u32>(),
             any::<u64>(),
             any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
         );
         (
             (
@@ -406,6 +413,8 @@ mod tests {
                 reads: c.2,
                 bytes: c.3,
                 events_dropped: c.4,
+                tool_calls: c.5,
+                items: c.6,
                 turn: turn.map(|t| crate::record::Turn {
                     session: t.0,
                     index: t.1,

@@ -47,11 +47,14 @@ pub enum Outcome {
     /// Aborted by the client on purpose (`--cancel-rate`): its connection closed mid-answer,
     /// as a browser tab closed does. Not a failure; kept out of the latency figures.
     CancelledByClient,
+    /// A 2xx answer in another API's shape than the endpoint asked (a chat chunk answering a
+    /// Responses request): the server does not serve that endpoint as asked.
+    WrongApi,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Ok,
         Outcome::NotSent,
         Outcome::Cancelled,
@@ -65,6 +68,7 @@ impl Outcome {
         Outcome::Oversized,
         Outcome::Io,
         Outcome::CancelledByClient,
+        Outcome::WrongApi,
     ];
 
     /// Was the request handed to the kernel? (`sent = ok + failed + cancelled`)
@@ -106,6 +110,7 @@ impl Outcome {
             Outcome::Oversized => "oversized",
             Outcome::Io => "io",
             Outcome::CancelledByClient => "cancelled_by_client",
+            Outcome::WrongApi => "wrong_api",
         }
     }
 }
@@ -415,6 +420,14 @@ pub struct Record {
     pub bytes: u64,
     /// Events beyond the per-record bound: counted, not stored.
     pub events_dropped: u32,
+    /// Tool calls the answer made (`--tools`); 0 when it made none. Logs written before it
+    /// existed lack it.
+    #[serde(default)]
+    pub tool_calls: u32,
+    /// A pooling answer's items (embeddings, rerank results, scores); 0 for generation.
+    /// Logs written before it existed lack it.
+    #[serde(default)]
+    pub items: u32,
     /// Why `warmup` is set (both rules may apply); all false for a measured request. Logs
     /// written before it existed lack it: then `warmup` alone is known.
     #[serde(default)]

@@ -120,11 +120,11 @@ impl Conn {
     /// `keep_all`: keep a connection to each server sent to (a closed-loop user), not only
     /// to the last one (an open-loop lane).
     pub(super) fn new(ctx: &Ctx, keep_all: bool) -> Self {
-        let mut parser = ResponseParser::new(Limits::default());
+        let plan = &ctx.setup.plan;
+        let mut parser = ResponseParser::for_endpoint(Limits::default(), plan.endpoint);
         // The collector counts output tokens from the text only when there is a tokenizer;
         // otherwise the text is never copied.
         // A conversation sends each reply back in its history: always copied then.
-        let plan = &ctx.setup.plan;
         parser.capture_text(plan.workload.tokenizer.is_some() || plan.sessions.is_some());
         let servers = ctx.setup.dests.len();
         Conn {
@@ -377,7 +377,7 @@ impl Conn {
                     }
                     rec.done_ns = Some(at_ns);
                     rec.done_user_ns = user_ns;
-                    return Attempt::Finished(final_outcome(rec, stream_state.error_event));
+                    return Attempt::Finished(final_outcome(rec, &stream_state));
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
             }

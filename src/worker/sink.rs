@@ -13,11 +13,13 @@ use crate::record::{EventStamp, OslSource, Outcome, Record};
 pub(super) const MAX_EVENTS_PER_RECORD: usize = 1 << 16;
 
 /// The outcome of a response that ended cleanly by its framing.
-pub(super) fn final_outcome(rec: &Record, error_event: bool) -> Outcome {
+pub(super) fn final_outcome(rec: &Record, state: &StreamState) -> Outcome {
     if !(200..300).contains(&rec.status) {
         Outcome::HttpStatus
-    } else if error_event {
+    } else if state.error_event {
         Outcome::ErrorEvent
+    } else if state.wrong_api {
+        Outcome::WrongApi
     } else {
         Outcome::Ok
     }
@@ -39,6 +41,8 @@ pub(super) fn resolve_osl(rec: &mut Record) {
 #[derive(Default)]
 pub(super) struct StreamState {
     pub error_event: bool,
+    /// An event or body came in another API's shape than the one asked.
+    pub wrong_api: bool,
     /// Output tokens counted so far (to turn cumulative usage into per-event counts).
     tokens: u32,
 }
@@ -111,7 +115,7 @@ impl<'a> RecordSink<'a> {
             }
             self.rec.last_token_ns = Some(at);
         }
-        if ev.content_bytes > 0 && self.streaming {
+        if ev.carries_output() && self.streaming {
             self.rec.first_output_ns.get_or_insert(at);
             if ev.visible {
                 self.rec.first_visible_ns.get_or_insert(at);
@@ -133,6 +137,9 @@ impl ResponseSink for RecordSink<'_> {
     fn event(&mut self, ev: &EventInfo) {
         self.events += 1;
         self.state.error_event |= ev.error;
+        self.state.wrong_api |= ev.wrong_api;
+        self.rec.tool_calls = self.rec.tool_calls.saturating_add(ev.tool_calls);
+        self.rec.items = self.rec.items.saturating_add(ev.items);
         let tokens = if self.streaming {
             self.tokens_of(ev)
         } else {
@@ -158,7 +165,7 @@ impl ResponseSink for RecordSink<'_> {
                 .map(|m| m.saturating_sub(self.origin_mono_ns)),
             tokens,
             reasoning: ev.reasoning_bytes > 0,
-            output: ev.content_bytes > 0,
+            output: ev.carries_output(),
             user_ns: self.user_ns.filter(|&u| u != self.at_ns),
             ..Default::default()
         });
@@ -398,12 +405,28 @@ mod tests {
             status: 200,
             ..Default::default()
         };
-        assert_eq!(final_outcome(&rec, false), Outcome::Ok);
-        assert_eq!(final_outcome(&rec, true), Outcome::ErrorEvent);
+        let state = |error_event, wrong_api| StreamState {
+            error_event,
+            wrong_api,
+            ..Default::default()
+        };
+        assert_eq!(final_outcome(&rec, &state(false, false)), Outcome::Ok);
+        assert_eq!(
+            final_outcome(&rec, &state(true, false)),
+            Outcome::ErrorEvent
+        );
+        assert_eq!(final_outcome(&rec, &state(false, true)), Outcome::WrongApi);
+        assert_eq!(final_outcome(&rec, &state(true, true)), Outcome::ErrorEvent);
         rec.status = 503;
-        assert_eq!(final_outcome(&rec, true), Outcome::HttpStatus);
+        assert_eq!(
+            final_outcome(&rec, &state(true, false)),
+            Outcome::HttpStatus
+        );
         rec.status = 199;
-        assert_eq!(final_outcome(&rec, false), Outcome::HttpStatus);
+        assert_eq!(
+            final_outcome(&rec, &state(false, false)),
+            Outcome::HttpStatus
+        );
         // An error event mid-stream is remembered across reads.
         let err = EventInfo {
             error: true,
