@@ -804,6 +804,199 @@ mod tests {
         (req.path.unwrap().to_string(), body, auth)
     }
 
+    /// The head's headers of a written request, by name (lower-cased), and its body.
+    fn head_and_body(bytes: &[u8]) -> (String, Vec<(String, String)>, serde_json::Value) {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let httparse::Status::Complete(n) = req.parse(bytes).unwrap() else {
+            panic!("head incomplete")
+        };
+        let hs = req
+            .headers
+            .iter()
+            .map(|h| {
+                let v = String::from_utf8(h.value.to_vec()).unwrap();
+                (h.name.to_ascii_lowercase(), v)
+            })
+            .collect();
+        let body = serde_json::from_slice(&bytes[n..]).unwrap();
+        (req.path.unwrap().to_string(), hs, body)
+    }
+
+    fn plan_for(endpoint: Endpoint) -> Plan {
+        let mut plan = Plan::defaults();
+        plan.endpoint = endpoint;
+        plan.input_tokens = 5;
+        plan.output_tokens = 9;
+        plan.stream = endpoint.generates();
+        plan.api_key = Some("sk-x".into());
+        plan
+    }
+
+    #[test]
+    fn every_endpoint_gets_its_own_route_body_and_auth() {
+        for e in Endpoint::ALL {
+            let mut plan = plan_for(e);
+            if e.batches() {
+                plan.api.batch_size = 3;
+            }
+            let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h:1", "m");
+            let (path, hs, body) = head_and_body(&cat.bytes(4));
+            let header = |n: &str| hs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+            assert_eq!(path, e.path(), "{e:?}");
+            let text = |v: &serde_json::Value| v.as_str().unwrap().split(' ').count();
+            match e {
+                Endpoint::Chat | Endpoint::Completions => assert_eq!(body["max_tokens"], 9),
+                Endpoint::Responses => {
+                    assert_eq!(text(&body["input"]), 5);
+                    assert_eq!(body["max_output_tokens"], 9);
+                    assert!(
+                        body.get("max_tokens").is_none() && body.get("stream_options").is_none()
+                    );
+                }
+                Endpoint::Messages => {
+                    assert_eq!(body["max_tokens"], 9);
+                    assert_eq!(text(&body["messages"][0]["content"]), 5);
+                    assert_eq!(header("x-api-key"), Some("sk-x"));
+                    assert_eq!(header("anthropic-version"), Some("2023-06-01"));
+                    assert_eq!(
+                        header("authorization"),
+                        None,
+                        "the key goes in x-api-key only"
+                    );
+                    assert!(body.get("stream_options").is_none());
+                }
+                Endpoint::Embeddings => {
+                    let input = body["input"].as_array().unwrap();
+                    assert_eq!(input.len(), 3);
+                    assert!(input.iter().all(|t| text(t) == 5));
+                    assert_eq!(body["encoding_format"], "float");
+                    assert_eq!(cat.get(4).input_tokens, 15);
+                }
+                Endpoint::Rerank | Endpoint::Score | Endpoint::TeiRerank => {
+                    let (q, docs) = match e {
+                        Endpoint::Rerank => ("query", "documents"),
+                        Endpoint::Score => ("text_1", "text_2"),
+                        _ => ("query", "texts"),
+                    };
+                    assert_eq!(text(&body[q]), 5, "{e:?}");
+                    assert_eq!(body[docs].as_array().unwrap().len(), 3, "{e:?}");
+                    assert_eq!(cat.get(4).input_tokens, 20, "a query and 3 documents");
+                    assert_eq!(body.get("model").is_none(), e == Endpoint::TeiRerank);
+                }
+            }
+            if e.generates() {
+                assert_eq!(body["stream"], true, "{e:?}");
+                assert_eq!(cat.get(4).output_tokens, 9);
+            } else {
+                assert!(body.get("stream").is_none() && body.get("max_tokens").is_none());
+                assert_eq!(cat.get(4).output_tokens, 0);
+            }
+            if e != Endpoint::Messages {
+                assert_eq!(header("authorization"), Some("Bearer sk-x"), "{e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_pooling_requests_salt_is_its_first_inputs_and_differs_per_request() {
+        let mut plan = plan_for(Endpoint::Embeddings);
+        plan.api.batch_size = 4;
+        plan.stop.request_count = Some(3);
+        let prepared = prepare(&plan).unwrap();
+        assert_eq!(prepared.prompts.len(), 12, "3 requests of 4 inputs");
+        let cat = Catalog::build(&plan, &prepared, "h:1", "m");
+        assert_eq!(cat.len(), 3);
+        let body = |id: u64| {
+            let mut out = vec![];
+            cat.write(id, 0, &mut out);
+            head_and_body(&out).2
+        };
+        let (a, b) = (body(0), body(3));
+        let (ia, ib) = (
+            a["input"].as_array().unwrap(),
+            b["input"].as_array().unwrap(),
+        );
+        assert_eq!(ia[1..], ib[1..], "the same entry: other inputs equal");
+        assert_ne!(
+            a["input"][0], b["input"][0],
+            "its first input salted per request"
+        );
+    }
+
+    #[test]
+    fn tools_and_tool_choice_go_in_each_apis_shape() {
+        use crate::plan::{Tool, ToolChoice};
+        let tool = Tool {
+            name: "lookup".into(),
+            description: Some("finds".into()),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let shape = |e: Endpoint, choice: ToolChoice| {
+            let mut plan = plan_for(e);
+            plan.api.tools = vec![tool.clone()];
+            plan.api.tool_choice = Some(choice);
+            let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h:1", "m");
+            let body = head_and_body(&cat.bytes(0)).2;
+            (body["tools"][0].clone(), body["tool_choice"].clone())
+        };
+        let named = || ToolChoice::Named("lookup".into());
+        let (t, c) = shape(Endpoint::Chat, named());
+        assert_eq!(t["type"], "function");
+        assert_eq!(t["function"]["name"], "lookup");
+        assert_eq!(t["function"]["parameters"]["type"], "object");
+        assert_eq!(c["function"]["name"], "lookup");
+        let (t, c) = shape(Endpoint::Responses, named());
+        assert_eq!(
+            (t["type"].as_str(), t["name"].as_str()),
+            (Some("function"), Some("lookup"))
+        );
+        assert_eq!(
+            (c["type"].as_str(), c["name"].as_str()),
+            (Some("function"), Some("lookup"))
+        );
+        let (t, c) = shape(Endpoint::Messages, ToolChoice::Required);
+        assert_eq!(t["input_schema"]["type"], "object");
+        assert!(t.get("type").is_none() && t.get("parameters").is_none());
+        assert_eq!(c, serde_json::json!({"type": "any"}));
+        assert_eq!(shape(Endpoint::Chat, ToolChoice::Required).1, "required");
+        assert_eq!(shape(Endpoint::Responses, ToolChoice::None).1, "none");
+    }
+
+    #[test]
+    fn a_system_message_becomes_instructions_or_system() {
+        let mut p = Prompt {
+            text: "hi".into(),
+            input_tokens: 1,
+            max_tokens: 4,
+            group: None,
+            messages: Some(serde_json::json!([
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"},
+                {"role": "user", "content": "again"}
+            ])),
+            salt: None,
+        };
+        let body = |e: Endpoint, p: &Prompt| {
+            let b = request_body(&plan_for(e), "m", std::slice::from_ref(p));
+            serde_json::from_slice::<serde_json::Value>(&b).unwrap()
+        };
+        let r = body(Endpoint::Responses, &p);
+        assert_eq!(r["instructions"], "be brief");
+        assert_eq!(r["input"].as_array().unwrap().len(), 3);
+        assert_eq!(r["input"][0]["content"][0]["type"], "input_text");
+        assert_eq!(r["input"][1]["content"][0]["type"], "output_text");
+        let m = body(Endpoint::Messages, &p);
+        assert_eq!(m["system"], "be brief");
+        assert_eq!(m["messages"][0]["role"], "user");
+        assert_eq!(m["messages"].as_array().unwrap().len(), 3);
+        p.messages = None;
+        let plain = body(Endpoint::Responses, &p);
+        assert_eq!(plain["input"], "hi");
+        assert!(plain.get("instructions").is_none());
+    }
+
     #[test]
     fn requests_are_valid_http_with_the_asked_lengths() {
         let mut plan = Plan::defaults();
