@@ -1,13 +1,16 @@
 //! Part of the run (wiring): the collector thread's loop — the calling thread, pinned off the
 //! workers' CPUs for the run — which takes the workers' records off their rings into the
 //! `Collector`, tells the `Observer`, sends emptied buffers back to the worker they came
-//! from, and turns an interrupt into the workers' stop and cancel flags. Never prints.
+//! from, and turns an interrupt into the workers' stop and cancel flags — or a server that does
+//! not serve the endpoint asked (`ApiGuard`) into an early end. Never prints.
 
 use super::workers::Started;
 use super::Observer;
 use crate::collector::Collector;
+use crate::plan::Endpoint;
 use crate::prepare::WorkloadTally;
 use crate::record::handoff::CollectorLink;
+use crate::record::{Outcome, Record};
 use crate::worker::Shared;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -36,9 +39,64 @@ impl Stopper<'_> {
     }
 }
 
+/// Ends a run whose server does not serve the endpoint asked: until a first request
+/// succeeds, an answer of 404 or 405, or a 2xx answer in another API's shape
+/// (`Outcome::WrongApi`), stops sending and cancels what is in flight at once — every later
+/// request would fail the same way. What was measured is kept; the reason names the endpoint.
+pub(super) struct ApiGuard {
+    endpoint: Endpoint,
+    /// A request succeeded: the endpoint is served; nothing ends the run early after it.
+    served: bool,
+    /// Why the run was ended, once it was.
+    pub refused: Option<String>,
+}
+
+impl ApiGuard {
+    pub fn new(endpoint: Endpoint) -> ApiGuard {
+        ApiGuard {
+            endpoint,
+            served: false,
+            refused: None,
+        }
+    }
+
+    /// Looks at one finished record; true when it ends the run (the first time only).
+    fn see(&mut self, rec: &Record, servers: &[String]) -> bool {
+        if self.served || self.refused.is_some() {
+            return false;
+        }
+        let server = servers
+            .get(rec.endpoint as usize)
+            .map_or("", String::as_str);
+        let (path, name) = (self.endpoint.path(), self.endpoint.name());
+        let why = match (rec.outcome, rec.status) {
+            (Outcome::Ok, _) => {
+                self.served = true;
+                return false;
+            }
+            (Outcome::HttpStatus, 404 | 405) => format!(
+                "answered HTTP {} to POST {path}: it does not serve --endpoint {name}",
+                rec.status
+            ),
+            (Outcome::WrongApi, _) => format!(
+                "answered POST {path} in another API's shape: it does not serve --endpoint \
+                 {name} as asked"
+            ),
+            _ => return false,
+        };
+        self.refused = Some(format!(
+            "the server{}{server} {why}; the run was ended after its first answers (nothing \
+             measured is lost: see the failures)",
+            if server.is_empty() { "" } else { " at " }
+        ));
+        true
+    }
+}
+
 /// The collector thread's loop: every record into the collector (and to the observer), its
-/// buffers back to its worker, the interrupt watched, and about once a second a progress
-/// call and a flush of the request log. Returns once every worker has hung up.
+/// buffers back to its worker, the interrupt (and `guard`) watched, and about once a second
+/// a progress call and a flush of the request log. Returns once every worker has hung up.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn collect(
     collector: &mut Collector,
     tally: &mut WorkloadTally,
@@ -47,12 +105,25 @@ pub(super) fn collect(
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
     scraping: &mut super::server::Scraping,
+    guard: &mut ApiGuard,
+    servers: &[String],
 ) {
     collector.set_schedule_start(run.start_ns);
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
     loop {
         stopper.check(run.clock.now_ns());
-        let (taken, open) = drain(collector, tally, links, observer);
+        let mut refused = false;
+        let (taken, open) = drain(collector, tally, links, &mut |rec| {
+            observer.on_record(rec);
+            refused |= guard.see(rec, servers);
+        });
+        if refused {
+            if let Some(why) = &guard.refused {
+                observer.on_note(why);
+            }
+            run.shared.stop.store(true, Ordering::Relaxed);
+            run.shared.cancel.store(true, Ordering::Relaxed);
+        }
         scraping.tick(&run.shared, &run.clock, run.start_ns);
         let now = run.clock.now_ns();
         if now >= next_tick_ns {
@@ -86,7 +157,7 @@ fn drain(
     collector: &mut Collector,
     tally: &mut WorkloadTally,
     links: &mut [CollectorLink],
-    observer: &mut impl Observer,
+    on_record: &mut impl FnMut(&Record),
 ) -> (usize, bool) {
     let mut taken = 0;
     let mut open = false;
@@ -96,9 +167,54 @@ fn drain(
         taken += link.drain(|rec| {
             collector.add_from_worker(rec);
             tally.add(rec);
-            observer.on_record(rec);
+            on_record(rec);
         });
         open |= !(done && link.is_empty());
     }
     (taken, open)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(outcome: Outcome, status: u16) -> Record {
+        Record {
+            outcome,
+            status,
+            endpoint: 1,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn a_404_405_or_wrong_shape_before_any_success_ends_the_run_once() {
+        let servers = ["http://a:1".to_string(), "http://b:2".to_string()];
+        for (outcome, status) in [
+            (Outcome::HttpStatus, 404),
+            (Outcome::HttpStatus, 405),
+            (Outcome::WrongApi, 200),
+        ] {
+            let mut g = ApiGuard::new(Endpoint::Responses);
+            // Other failures first do not decide anything.
+            assert!(!g.see(&rec(Outcome::HttpStatus, 503), &servers));
+            assert!(!g.see(&rec(Outcome::Timeout, 0), &servers));
+            assert!(g.see(&rec(outcome, status), &servers), "{outcome:?}");
+            let why = g.refused.clone().unwrap();
+            assert!(
+                why.contains("/v1/responses") && why.contains("http://b:2"),
+                "{why}"
+            );
+            assert!(!g.see(&rec(outcome, status), &servers), "once only");
+        }
+    }
+
+    #[test]
+    fn after_a_success_nothing_ends_the_run() {
+        let mut g = ApiGuard::new(Endpoint::Chat);
+        assert!(!g.see(&rec(Outcome::Ok, 200), &[]));
+        assert!(!g.see(&rec(Outcome::HttpStatus, 404), &[]));
+        assert!(!g.see(&rec(Outcome::WrongApi, 200), &[]));
+        assert_eq!(g.refused, None);
+    }
 }

@@ -173,6 +173,11 @@ pub fn run_with(
         stopped_at_ns: None,
     };
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
+    let mut guard = collect::ApiGuard::new(plan.endpoint);
+    let servers: Vec<String> = match eps.sim {
+        Some(_) => vec![],
+        None => plan.targets.iter().map(|t| t.url.clone()).collect(),
+    };
     collect::collect(
         &mut collector,
         &mut tally,
@@ -181,6 +186,8 @@ pub fn run_with(
         stopper,
         observer,
         &mut scraping,
+        &mut guard,
+        &servers,
     );
     drop(pin);
     let clock_sync = clock_sync(plan, &started, (origin_unix_ns, offset_uncertainty_ns));
@@ -189,6 +196,7 @@ pub fn run_with(
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
     let mut warnings = warnings(plan, &catalog, &ends);
+    warnings.extend(guard.refused.clone());
     warnings.extend(clock_warnings(&clock_sync));
     let facts = RunFacts {
         shard: shard_info(plan, started.schedule.as_ref()),
@@ -198,7 +206,8 @@ pub fn run_with(
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
         scheduled: workers::scheduled_count(plan, started.schedule.as_ref(), &started.shared),
         wall_ns: started.clock.now_ns(),
-        interrupted: started.shared.stop.load(Ordering::Relaxed),
+        // A server that does not serve the endpoint stopped it, not an interrupt.
+        interrupted: started.shared.stop.load(Ordering::Relaxed) && guard.refused.is_none(),
         warnings,
         workers: ends.into_iter().map(|e| e.stats).collect(),
         sim: eps
