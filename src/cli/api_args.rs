@@ -15,7 +15,7 @@ use std::path::PathBuf;
 pub struct ApiFlags {
     /// Inputs per embeddings request, documents per rerank query, pairs per score request
     /// [default: 1]
-    #[arg(long, value_name = "N", help_heading = h::ENDPOINT)]
+    #[arg(long, alias = "batch-size-text", value_name = "N", help_heading = h::ENDPOINT)]
     pub batch_size: Option<u32>,
     /// Embeddings' encoding_format: float or base64 [default: float]
     #[arg(long, value_name = "FORMAT", hide_possible_values = true, help_heading = h::ENDPOINT)]

@@ -215,7 +215,8 @@ fn aiperf_endpoint_type(s: &str) -> Result<Endpoint, String> {
         "responses" => Ok(Endpoint::Responses),
         "messages" => Ok(Endpoint::Messages),
         "embeddings" => Ok(Endpoint::Embeddings),
-        "rankings" => Ok(Endpoint::Rerank),
+        "rankings" | "nim_rankings" | "nim-rankings" => Ok(Endpoint::Rerank),
+        "hf_tei_rankings" | "hf-tei-rankings" => Ok(Endpoint::TeiRerank),
         _ => Err(format!(
             "'{s}': ringbench takes AIPerf's chat, completions, responses, messages, \
              embeddings or rankings"
@@ -268,6 +269,23 @@ pub struct AiperfFlags {
         conflicts_with = "output_dist"
     )]
     pub output_tokens_stddev: Option<f64>,
+    /// AIPerf: documents per rankings query (ringbench's --batch-size).
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "batch_size"
+    )]
+    pub rankings_passages_mean: Option<u32>,
+    /// AIPerf: documents per query's standard deviation: 0 only.
+    #[arg(hide_short_help = true, long, value_name = "SD")]
+    pub rankings_passages_stddev: Option<f64>,
+    /// AIPerf: a document's length, tokens (ringbench's --input-tokens, the query's too).
+    #[arg(hide_short_help = true, long, value_name = "N", conflicts_with_all = ["input_tokens", "synthetic_input_tokens_mean"])]
+    pub rankings_passages_prompt_token_mean: Option<u32>,
+    /// AIPerf: a query's length: refused (one length for the query and its documents).
+    #[arg(hide_short_help = true, long, value_name = "N")]
+    pub rankings_query_prompt_token_mean: Option<u32>,
     /// AIPerf: the run's folder (ringbench's --out).
     #[arg(
         hide_short_help = true,
@@ -326,8 +344,8 @@ pub const TABLE: &[Row] = rows! {
     V "--base-url" Mapped "`--url`; a trailing `/v1` is dropped" ["--base-url", "http://h:8000"];
     V "--host" Mapped "`--url http://HOST:PORT` (port 8000 when only the host is given)" ["--host", "h"];
     V "--port" Mapped "`--url http://HOST:PORT` (host 127.0.0.1 when only the port is given)" ["--port", "8001"];
-    V "--endpoint" Mapped "`/v1/chat/completions` or `/v1/completions` (`chat`, `completions` are ours); default `/v1/completions` as vLLM's" ["--endpoint", "/v1/chat/completions"];
-    V "--backend" Mapped "`openai`, `vllm` → `/v1/completions`; `openai-chat` → `/v1/chat/completions`; others refused (OpenAI API only)" ["--backend", "openai-chat"];
+    V "--endpoint" Mapped "a path: `/v1/chat/completions`, `/v1/completions`, `/v1/responses`, `/v1/messages`, `/v1/embeddings`, `/v1/rerank`, `/v1/score`, TEI's `/rerank` (our `--endpoint` takes the names too); default `/v1/completions` as vLLM's" ["--endpoint", "/v1/responses"];
+    V "--backend" Mapped "`openai`, `vllm` → `/v1/completions`; `openai-chat` → `/v1/chat/completions`; `openai-embeddings` → `/v1/embeddings`; `vllm-rerank` → `/v1/rerank`; others refused" ["--backend", "openai-embeddings"];
     V "--model" Same "the model; with `--served-model-name`, only the result's `model_id`" ["--model", "m"];
     V "--served-model-name" Mapped "the model sent in the body (`--model` stays the result's `model_id`)" ["--model", "org/m", "--served-model-name", "m"];
     V "--tokenizer" Same "a local `tokenizer.json` or a folder holding one; a hub name is refused (nothing is downloaded)" ["--tokenizer", "/x/tokenizer.json"];
@@ -382,7 +400,12 @@ pub const TABLE: &[Row] = rows! {
     V "--ramp-up-end-rps" Refused "part of vLLM's ramp: use `ringbench sweep --request-rate R1,R2,...`" ["--ramp-up-end-rps", "9"];
     A "--url" Same "ours; without a scheme (AIPerf's `localhost:8000`), `http://` with AIPerf's spellings" ["--url", "http://h:8000"];
     A "--model" Same "ours (`-m`, `--model-names` too)" ["--model", "m"];
-    A "--endpoint-type" Mapped "`--endpoint chat|completions`" ["--endpoint-type", "completions"];
+    A "--endpoint-type" Mapped "`--endpoint chat|completions|responses|messages|embeddings`; `rankings` (and `nim_rankings`) → `rerank`, `hf_tei_rankings` → `tei-rerank`" ["--endpoint-type", "rankings"];
+    A "--batch-size" Same "ours: inputs per embeddings request (alias `--batch-size-text`)" ["--endpoint-type", "embeddings", "--batch-size", "4"];
+    A "--rankings-passages-mean" Mapped "`--batch-size` (documents per query)" ["--endpoint-type", "rankings", "--rankings-passages-mean", "8"];
+    A "--rankings-passages-stddev" Mapped "0 only (every query gets `--batch-size` documents); above 0 refused" ["--endpoint-type", "rankings", "--rankings-passages-stddev", "0"];
+    A "--rankings-passages-prompt-token-mean" Mapped "`--input-tokens` (the query's length too)" ["--endpoint-type", "rankings", "--rankings-passages-prompt-token-mean", "64"];
+    A "--rankings-query-prompt-token-mean" Refused "the query and its documents are drawn from one length: give `--rankings-passages-prompt-token-mean` (or `--input-tokens`) alone" ["--rankings-query-prompt-token-mean", "16"];
     A "--streaming" Mapped "streamed answers; with AIPerf's spellings and without it, not streamed (AIPerf's default)" ["--endpoint-type", "chat", "--streaming"];
     A "--concurrency" Mapped "ours (closed loop); with `--request-rate`, the open loop's cap, as AIPerf does" ["--concurrency", "4"];
     A "--request-rate" Same "ours (open loop)" ["--request-rate", "10"];
@@ -491,6 +514,10 @@ impl AiperfFlags {
             || self.output_tokens_mean.is_some()
             || self.output_tokens_stddev.is_some()
             || self.artifact_dir.is_some()
+            || self.rankings_passages_mean.is_some()
+            || self.rankings_passages_stddev.is_some()
+            || self.rankings_passages_prompt_token_mean.is_some()
+            || self.rankings_query_prompt_token_mean.is_some()
     }
 }
 
@@ -679,7 +706,27 @@ fn aiperf_lengths(o: &mut RunArgs) -> Result<(), UsageError> {
         (Some(_), Some(0.0)) => Ok(None),
         (Some(m), Some(sd)) => Ok(Some(format!("normal:{m}:{sd}"))),
     };
-    let (isl, osl) = (ai.synthetic_input_tokens_mean, ai.output_tokens_mean);
+    if ai.rankings_query_prompt_token_mean.is_some() {
+        return usage(
+            "--rankings-query-prompt-token-mean: ringbench draws the query and its documents \
+             from one length: give --rankings-passages-prompt-token-mean (or --input-tokens) \
+             alone",
+        );
+    }
+    match ai.rankings_passages_stddev {
+        None | Some(0.0) => {}
+        Some(sd) => {
+            return usage(format!(
+                "--rankings-passages-stddev {sd}: every query gets --rankings-passages-mean \
+                 documents (ringbench's --batch-size): give 0 or leave it out"
+            ))
+        }
+    }
+    o.api.batch_size = ai.rankings_passages_mean.or(o.api.batch_size);
+    let isl = ai
+        .synthetic_input_tokens_mean
+        .or(ai.rankings_passages_prompt_token_mean);
+    let osl = ai.output_tokens_mean;
     o.input_tokens = isl.or(o.input_tokens);
     o.output_tokens = osl.or(o.output_tokens);
     let m = "--synthetic-input-tokens-mean";
@@ -966,6 +1013,48 @@ mod tests {
             "1",
         ]);
         line
+    }
+
+    #[test]
+    fn other_apis_by_vllms_and_aiperfs_names() {
+        let p = plan(&["--backend", "openai-embeddings", "--base-url", "http://h:1"]).unwrap();
+        assert_eq!((p.endpoint, p.stream), (Endpoint::Embeddings, false));
+        let p = plan(&["--backend", "vllm-rerank", "--base-url", "http://h:1"]).unwrap();
+        assert_eq!(p.endpoint, Endpoint::Rerank);
+        let p = plan(&["--endpoint", "/v1/messages", "--base-url", "http://h:1"]).unwrap();
+        assert_eq!(p.endpoint, Endpoint::Messages);
+        let p = plan(&[
+            "--endpoint-type",
+            "rankings",
+            "--rankings-passages-mean",
+            "8",
+            "--rankings-passages-prompt-token-mean",
+            "64",
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.endpoint, p.api.batch_size, p.input_tokens),
+            (Endpoint::Rerank, 8, 64)
+        );
+        let p = plan(&["--endpoint-type", "hf_tei_rankings"]).unwrap();
+        assert_eq!(p.endpoint, Endpoint::TeiRerank);
+        let e = plan(&[
+            "--endpoint-type",
+            "rankings",
+            "--rankings-passages-stddev",
+            "2",
+        ]);
+        assert!(e.unwrap_err().contains("--rankings-passages-stddev"));
+        let e = plan(&["--backend", "openai-audio"]).unwrap_err();
+        assert!(
+            e.contains("openai-embeddings") && e.contains("/v1/responses"),
+            "{e}"
+        );
+        let e = plan(&["--endpoint", "chat", "--batch-size", "4"]).unwrap_err();
+        assert!(
+            e.contains("--batch-size") && e.contains("embeddings"),
+            "{e}"
+        );
     }
 
     #[test]
