@@ -89,6 +89,14 @@ macro_rules! sim_flags {
             /// The simulator's token is a word of the prompt.
             #[arg(long = concat!($prefix, "block-size"), value_name = "B", default_value_t = 16, hide_short_help = $rare, help_heading = $engine)]
             pub block_size: u32,
+            /// Share of requests with tools (tool_choice auto) answered with a tool call
+            ///
+            /// From 0 to 1; tool_choice required or a named tool always calls, none never.
+            #[arg(long = concat!($prefix, "tool-call-rate"), value_name = "P", default_value_t = 0.0, hide_short_help = $rare, help_heading = $pace)]
+            pub tool_call_rate: f64,
+            /// Length of the vectors /v1/embeddings answers with
+            #[arg(long = concat!($prefix, "embedding-dim"), value_name = "N", default_value_t = 1024, hide_short_help = $rare, help_heading = $pace)]
+            pub embedding_dim: u32,
             /// Which of its stamps come from the kernel: rx, rx-tx or off
             ///
             /// rx: a request arrives at the kernel's receive stamp of its last segment; rx-tx:
@@ -131,6 +139,8 @@ macro_rules! sim_flags {
                     request_id_headers: self.request_id_headers,
                     kernel_stamps: self.kernel_stamps,
                     arrivals_kept: self.arrivals_kept,
+                    tool_call_rate: self.tool_call_rate,
+                    embedding_dim: self.embedding_dim,
                 }
             }
         }

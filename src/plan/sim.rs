@@ -213,7 +213,17 @@ pub struct SimSettings {
     /// rounded up to a power of two: 16 bytes each, in memory touched only as it fills. A
     /// window with more arrivals is summarized over the newest, and the rest counted.
     pub arrivals_kept: u32,
+    /// Of the chat, Responses and Messages requests that carry `tools` with `tool_choice`
+    /// `auto` (or none), the share answered with a tool call, in [0, 1]; drawn per request,
+    /// deterministically from the seed and the request. `required` or a named tool always
+    /// calls; `none` never does.
+    pub tool_call_rate: f64,
+    /// Length of the vectors `POST /v1/embeddings` answers with.
+    pub embedding_dim: u32,
 }
+
+/// Longest embedding vector the simulator makes.
+pub const MAX_EMBEDDING_DIM: u32 = 1 << 16;
 
 /// Most arrivals a listener thread may keep (256 MiB of stamps).
 pub const MAX_ARRIVALS_KEPT: u32 = 1 << 24;
@@ -294,6 +304,8 @@ impl Default for SimSettings {
             request_id_headers: false,
             kernel_stamps: KernelStamps::default(),
             arrivals_kept: 1 << 20,
+            tool_call_rate: 0.0,
+            embedding_dim: 1024,
         }
     }
 }
@@ -320,6 +332,12 @@ impl SimSettings {
                 ));
             }
         }
+        if !(0.0..=1.0).contains(&self.tool_call_rate) {
+            return Err(format!(
+                "{prefix}tool-call-rate {}: must be a probability from 0 to 1 (like 0.25)",
+                self.tool_call_rate
+            ));
+        }
         if self.tokens_per_chunk == 0 {
             return Err(format!("{prefix}tokens-per-chunk 0: must be at least 1"));
         }
@@ -329,6 +347,7 @@ impl SimSettings {
             ("kv-cache-blocks", self.kv_cache_blocks, 0, MAX_KV_BLOCKS),
             ("block-size", self.block_size, 1, MAX_BLOCK_SIZE),
             ("arrivals-kept", self.arrivals_kept, 2, MAX_ARRIVALS_KEPT),
+            ("embedding-dim", self.embedding_dim, 1, MAX_EMBEDDING_DIM),
         ];
         for (name, n, low, high) in counts {
             if !(low..=high).contains(&n) {
@@ -387,5 +406,28 @@ mod tests {
             .unwrap_err()
             .contains("[0, 1]"));
         assert!("http_500:NaN".parse::<FaultSpec>().is_err());
+    }
+
+    #[test]
+    fn tool_rate_and_embedding_dim_are_checked_by_their_flag() {
+        let ok = SimSettings::default();
+        assert_eq!(ok.validate("--"), Ok(()));
+        for rate in [-0.1, 1.5, f64::NAN] {
+            let s = SimSettings {
+                tool_call_rate: rate,
+                ..SimSettings::default()
+            };
+            assert!(s
+                .validate("--sim-")
+                .unwrap_err()
+                .starts_with("--sim-tool-call-rate"));
+        }
+        for dim in [0, MAX_EMBEDDING_DIM + 1] {
+            let s = SimSettings {
+                embedding_dim: dim,
+                ..SimSettings::default()
+            };
+            assert!(s.validate("--").unwrap_err().starts_with("--embedding-dim"));
+        }
     }
 }

@@ -17,13 +17,14 @@ use monoio::net::TcpStream;
 
 use super::engine::{Engine, Seat};
 use super::fault::FaultDraw;
-use super::format::{self, Api, Reply, Status};
-use super::request::{self, Head, HeadError, Job, Route};
+use super::format::pool::{self, PoolReply};
+use super::format::{self, Api, Pool, Reply, Status};
+use super::request::{self, Head, HeadError, Job, PoolBatch, Route, ToolPick};
 use super::stats::{bump, ThreadStats};
 use super::tls_stream::SimStream;
 use super::truth::TruthBoard;
 use super::Settings;
-use crate::plan::sim::Flavor;
+use crate::plan::sim::{FaultKind, Flavor};
 use crate::rt::clock::mono_ns;
 use crate::rt::timer::{fire_now, Timer};
 
@@ -49,6 +50,8 @@ pub(crate) struct Shared {
     pub engine: RefCell<Engine>,
     next_conn: Cell<u64>,
     next_seq: Cell<u64>,
+    /// Requests that drew for a tool call without an `x-request-id` to draw by.
+    next_tool_draw: Cell<u64>,
     faults: FaultDraw,
 }
 
@@ -68,6 +71,7 @@ impl Shared {
             stopping: Cell::new(false),
             live: RefCell::new(HashMap::new()),
             next_conn: Cell::new(0),
+            next_tool_draw: Cell::new(thread << 48),
             // Thread index in the top bits keeps response ids unique across threads.
             next_seq: Cell::new(thread << 48),
         }
@@ -155,7 +159,13 @@ struct Plan {
     prompt_tokens: u32,
     flavor: Flavor,
     reasoning_tokens: u32,
+    /// The answer is a call to the tool named in `Conn::tool_name`.
+    tool: bool,
 }
+
+/// Most floats one embeddings answer may hold (inputs × `--embedding-dim`): bounds its bytes
+/// (about 22 a float) to some 90 MB.
+const MAX_EMBEDDING_FLOATS: u64 = 1 << 22;
 
 struct Conn {
     stream: SimStream,
@@ -168,6 +178,14 @@ struct Conn {
     /// One event's (or body's) bytes before chunk framing.
     ev: Vec<u8>,
     model: String,
+    /// The tool a tool-call answer calls (its name as the request gave it).
+    tool_name: String,
+    /// The pooling request being answered: its texts, reused request after request.
+    pool: PoolBatch,
+    /// Scratch for a rerank answer's order.
+    order: Vec<(usize, f64)>,
+    /// The request being answered came in on `/v1/messages`: errors in Anthropic's shape.
+    anthropic: bool,
     /// The `x-request-id` line every response to the request now served carries (empty:
     /// none, `request_id_headers` off).
     echo: Vec<u8>,
@@ -206,6 +224,10 @@ impl Conn {
             wbuf: Vec::with_capacity(4096),
             ev: Vec::with_capacity(512),
             model: String::new(),
+            tool_name: String::new(),
+            pool: PoolBatch::default(),
+            order: Vec::new(),
+            anthropic: false,
             echo: Vec::new(),
             continued: false,
             read_ns: 0,
@@ -299,8 +321,10 @@ impl Conn {
             self.shared.next_seq.set(seq.wrapping_add(1));
             format::request_id_line(&mut self.echo, value, seq);
         }
+        self.anthropic = head.route == Route::Completion(Api::Messages);
         match head.route {
             Route::Completion(api) => self.completion(api, head, arrival_ns).await,
+            Route::Pool(pool) => self.pooling(pool, head, arrival_ns).await,
             Route::Models => {
                 let created = unix_s();
                 format::models_body(&mut self.ev, &self.shared.settings.model, created);
@@ -355,7 +379,21 @@ impl Conn {
         }
         let body = &self.rbuf[head.head_len..head.head_len + head.body_len];
         let plan = match request::parse_body(body) {
-            Ok(job) => plan_of(api, &job, &mut self.model, &self.shared.settings),
+            Ok(job) => {
+                let key = head
+                    .request_id
+                    .and_then(|(at, n)| body_key(&self.rbuf, at, n));
+                let tool = pick_tool(&job.tool, api, key, &self.shared);
+                self.tool_name.clear();
+                self.tool_name.push_str(tool.unwrap_or_default());
+                plan_of(
+                    api,
+                    &job,
+                    tool.is_some(),
+                    &mut self.model,
+                    &self.shared.settings,
+                )
+            }
             Err(e) => {
                 bump(&self.shared.stats.parse_errors, 1);
                 let msg = e.to_string();
@@ -390,8 +428,15 @@ impl Conn {
         let events = plan.max_tokens.div_ceil(per);
         let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
         let first_ns = run.at_ns + run.prefill_ns + ttft_ns;
-        let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq(), run.cached_tokens);
+        let (model, tool) = self.take_names();
+        let reply = reply_of(
+            &plan,
+            &model,
+            &tool,
+            self.next_seq(),
+            run.cached_tokens,
+            per,
+        );
         let due = |event: u32| first_ns + u64::from(event) * itl_ns;
         let mut next = 0u32;
         let mut first_written = false;
@@ -400,10 +445,7 @@ impl Conn {
             let now = mono_ns();
             if next == 0 {
                 format::stream_head(&mut self.wbuf, close, reply.flavor, &self.echo);
-                if plan.api == Api::Chat {
-                    format::role_event(&mut self.ev, &reply, now);
-                    self.push_event();
-                }
+                self.push_open(&reply, now);
             }
             while next < events && due(next) <= now && self.wbuf.len() < FLUSH_BYTES {
                 format::content_event(&mut self.ev, &reply, next * per, per, now);
@@ -432,7 +474,7 @@ impl Conn {
                 }
             }
         }
-        self.model = model;
+        self.put_names(model, tool);
         self.close_after = plan.flavor == Flavor::LlamaCpp;
         Ok(())
     }
@@ -447,13 +489,142 @@ impl Conn {
         let (ttft_ns, itl_ns, _in_flight) = s.load.admit(s.ttft_ns, s.itl_ns);
         self.sleep_until(run.at_ns + run.prefill_ns + ttft_ns + last * itl_ns)
             .await?;
-        let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq(), run.cached_tokens);
+        let (model, tool) = self.take_names();
+        let per = s.tokens_per_chunk;
+        let reply = reply_of(
+            &plan,
+            &model,
+            &tool,
+            self.next_seq(),
+            run.cached_tokens,
+            per,
+        );
         format::whole_body(&mut self.ev, &reply, mono_ns());
-        self.model = model;
+        self.put_names(model, tool);
         self.reply_ev(Status::Ok, close).await?;
         let now = mono_ns();
         run.wrote(plan.max_tokens, now);
+        run.finished(now);
+        Ok(())
+    }
+
+    /// A pooling request (embeddings, rerank, score): through the engine like a completion
+    /// (its prompt tokens are every text it scores), then one answer at admission + prefill +
+    /// ttft. Faults that need a stream to break are not drawn for it.
+    async fn pooling(&mut self, pool: Pool, head: Head, arrival: u64) -> Result<(), ConnEnd> {
+        let stats = &self.shared.stats;
+        stats.arrivals.record(self.read_kernel_ns, self.read_ns);
+        let body = &self.rbuf[head.head_len..head.head_len + head.body_len];
+        let s = self.shared.settings.clone();
+        let mut batch = std::mem::take(&mut self.pool);
+        let checked = match request::parse_pool(body, &mut batch) {
+            Ok(job) => {
+                self.model.clear();
+                self.model
+                    .push_str(job.model.as_deref().unwrap_or(&s.model));
+                let floats = batch.items.len() as u64 * u64::from(s.sim.embedding_dim);
+                match pool::check(pool, &batch) {
+                    Ok(_) if pool == Pool::Embeddings && floats > MAX_EMBEDDING_FLOATS => Err(
+                        format!(
+                            "{} inputs × --embedding-dim {} is over {MAX_EMBEDDING_FLOATS} floats;                              send fewer inputs",
+                            batch.items.len(),
+                            s.sim.embedding_dim
+                        ),
+                    ),
+                    Ok(tokens) => Ok((tokens, job.base64, job.top_n, job.tei)),
+                    Err(msg) => Err(msg.to_string()),
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        let (tokens, base64, top_n, tei) = match checked {
+            Ok(fields) => fields,
+            Err(msg) => {
+                self.pool = batch;
+                bump(&self.shared.stats.parse_errors, 1);
+                return self.reply_error(Status::BadRequest, &msg, head.close).await;
+            }
+        };
+        if self.shared.engine.borrow().caches() {
+            let mut seat = self.seat.borrow_mut();
+            let _ = request::hash_prompt(body, &mut seat.chain);
+        }
+        let plan = Plan {
+            // The engine reads only the sizes; a pooling answer generates nothing.
+            api: Api::Completions,
+            stream: false,
+            max_tokens: 0,
+            include_usage: false,
+            continuous_usage: false,
+            prompt_tokens: tokens.clamp(1, u64::from(u32::MAX)) as u32,
+            flavor: s.sim.flavor,
+            reasoning_tokens: 0,
+            tool: false,
+        };
+        let fault = self.shared.faults.pick(&s.faults, false);
+        let served = match fault {
+            Some(kind @ (FaultKind::Http500 | FaultKind::Http503 | FaultKind::Http429)) => {
+                self.faulted(kind, plan, arrival, head.close).await
+            }
+            Some(kind @ (FaultKind::ResetBeforeHead | FaultKind::Refuse)) => {
+                self.faulted(kind, plan, arrival, head.close).await
+            }
+            _ => {
+                let at = match fault {
+                    Some(FaultKind::StallHead) => {
+                        bump(&self.shared.stats.faults, 1);
+                        self.sleep_until(mono_ns() + s.faults.stall_ms * 1_000_000)
+                            .await?;
+                        mono_ns()
+                    }
+                    _ => arrival,
+                };
+                self.pool_reply(pool, plan, at, head.close, &batch, (base64, top_n, tei))
+                    .await
+            }
+        };
+        self.pool = batch;
+        served
+    }
+
+    async fn pool_reply(
+        &mut self,
+        pool: Pool,
+        plan: Plan,
+        arrival: u64,
+        close: bool,
+        batch: &PoolBatch,
+        (base64, top_n, tei): (bool, Option<u32>, bool),
+    ) -> Result<(), ConnEnd> {
+        let Some(mut run) = self.admit(&plan, arrival, close).await? else {
+            return Ok(());
+        };
+        let s = self.shared.settings.clone();
+        let (ttft_ns, _, _) = s.load.admit(s.ttft_ns, s.itl_ns);
+        self.sleep_until(run.at_ns + run.prefill_ns + ttft_ns)
+            .await?;
+        let r = PoolReply {
+            seq: self.next_seq(),
+            created_s: unix_s(),
+            model: &self.model,
+            flavor: s.sim.flavor,
+        };
+        let tokens = u64::from(plan.prompt_tokens);
+        let now = mono_ns();
+        match pool {
+            Pool::Embeddings => {
+                let dim = s.sim.embedding_dim;
+                pool::embeddings_body(&mut self.ev, &r, batch, tokens, dim, base64, now)
+            }
+            Pool::Rerank => {
+                let order = &mut self.order;
+                pool::rerank_body(&mut self.ev, &r, batch, tokens, top_n, tei, order, now)
+            }
+            Pool::Score => pool::score_body(&mut self.ev, &r, batch, tokens, now),
+        }
+        self.reply_ev(Status::Ok, close).await?;
+        let now = mono_ns();
+        run.wrote(0, now);
         run.finished(now);
         Ok(())
     }
@@ -463,7 +634,39 @@ impl Conn {
         bump(&self.shared.stats.events, 1);
     }
 
+    /// The events before the first content (chat's role event, Responses' and Messages'
+    /// openings, a chat tool call's head).
+    fn push_open(&mut self, reply: &Reply<'_>, now: u64) {
+        let mut k = 0;
+        while format::open_event(&mut self.ev, reply, k, now) {
+            self.push_event();
+            k += 1;
+        }
+    }
+
+    /// The model name and tool name out of `self` while a reply borrows them.
+    fn take_names(&mut self) -> (String, String) {
+        (
+            std::mem::take(&mut self.model),
+            std::mem::take(&mut self.tool_name),
+        )
+    }
+
+    fn put_names(&mut self, model: String, tool: String) {
+        self.model = model;
+        self.tool_name = tool;
+    }
+
     fn push_tail(&mut self, reply: &Reply<'_>, now: u64) {
+        if !reply.api.done_marker() {
+            let mut k = 0;
+            while format::close_event(&mut self.ev, reply, k, now) {
+                self.push_event();
+                k += 1;
+            }
+            format::stream_end(&mut self.wbuf);
+            return;
+        }
         if format::finish_event(&mut self.ev, reply, now) {
             self.push_event();
         }
@@ -475,7 +678,10 @@ impl Conn {
     }
 
     async fn reply_error(&mut self, status: Status, msg: &str, close: bool) -> Result<(), ConnEnd> {
-        format::error_body(&mut self.ev, status, msg);
+        match self.anthropic {
+            true => format::messages_error_body(&mut self.ev, status.error_type(), msg),
+            false => format::error_body(&mut self.ev, status, msg),
+        }
         self.reply_ev(status, close).await
     }
 
@@ -572,7 +778,48 @@ impl Conn {
     }
 }
 
-fn plan_of(api: Api, job: &Job<'_>, model: &mut String, s: &Settings) -> Plan {
+/// The bytes a request's tool-call draw is keyed by: its `x-request-id` value.
+fn body_key(buf: &[u8], at: usize, n: usize) -> Option<u64> {
+    buf.get(at..at + n).map(request::text_hash)
+}
+
+/// Whether the request is answered with a tool call, and to which tool: always for
+/// `required` or a named tool, never without tools or with `none`, else with
+/// `--tool-call-rate`'s probability — drawn from the seed and the request's `x-request-id`
+/// (else the thread's count of draws), so the same request draws the same way.
+fn pick_tool<'a>(
+    pick: &'a ToolPick<'_>,
+    api: Api,
+    key: Option<u64>,
+    shared: &Shared,
+) -> Option<&'a str> {
+    if api == Api::Completions {
+        return None;
+    }
+    let rate = shared.settings.sim.tool_call_rate;
+    match pick {
+        ToolPick::Never => None,
+        ToolPick::Always(name) => Some(name),
+        ToolPick::Auto(_) if rate <= 0.0 => None,
+        ToolPick::Auto(name) => {
+            let key = key.unwrap_or_else(|| {
+                let n = shared.next_tool_draw.get();
+                shared.next_tool_draw.set(n.wrapping_add(1));
+                n
+            });
+            let h = crate::plan::workload::splitmix64(
+                shared.settings.faults.seed ^ crate::plan::workload::splitmix64(key ^ TOOL_TAG),
+            );
+            let draw = (h >> 11) as f64 / (1u64 << 53) as f64;
+            (draw < rate).then_some(name)
+        }
+    }
+}
+
+/// Keeps the tool draws apart from the fault draws of the same seed.
+const TOOL_TAG: u64 = 0x7001_ca11_0000_0001;
+
+fn plan_of(api: Api, job: &Job<'_>, tool: bool, model: &mut String, s: &Settings) -> Plan {
     let default_model = s.model.as_str();
     model.clear();
     model.push_str(job.model.as_deref().unwrap_or(default_model));
@@ -585,13 +832,21 @@ fn plan_of(api: Api, job: &Job<'_>, model: &mut String, s: &Settings) -> Plan {
         prompt_tokens: job.prompt_tokens,
         flavor: s.sim.flavor,
         reasoning_tokens: match api {
-            Api::Chat => s.sim.reasoning_tokens.min(job.max_tokens),
-            Api::Completions => 0,
+            Api::Chat if !tool => s.sim.reasoning_tokens.min(job.max_tokens),
+            _ => 0,
         },
+        tool,
     }
 }
 
-fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32>) -> Reply<'a> {
+fn reply_of<'a>(
+    plan: &Plan,
+    model: &'a str,
+    tool: &'a str,
+    seq: u64,
+    cached_tokens: Option<u32>,
+    tokens_per_event: u32,
+) -> Reply<'a> {
     Reply {
         api: plan.api,
         seq,
@@ -604,6 +859,8 @@ fn reply_of<'a>(plan: &Plan, model: &'a str, seq: u64, cached_tokens: Option<u32
         cached_tokens,
         flavor: plan.flavor,
         reasoning_tokens: plan.reasoning_tokens,
+        tool: plan.tool.then_some(tool),
+        tokens_per_event,
     }
 }
 

@@ -5,7 +5,11 @@
 //! `fixtures/sse/vllm-cpu`), plus one trailing top-level `"ringbench_ns"` stamp per event.
 //! This module may not read clocks or sockets: stamps and timing come from the caller.
 
+mod apis;
 mod llama_cpp;
+pub(crate) mod pool;
+
+pub(crate) use apis::{close_event, messages_error_body, open_event};
 
 use crate::plan::sim::Flavor;
 
@@ -14,6 +18,26 @@ use crate::plan::sim::Flavor;
 pub(crate) enum Api {
     Chat,
     Completions,
+    /// OpenAI's Responses API (`POST /v1/responses`, `apis.rs`).
+    Responses,
+    /// Anthropic's Messages API (`POST /v1/messages`, `apis.rs`).
+    Messages,
+}
+
+impl Api {
+    /// Its streams end with `data: [DONE]` (OpenAI chat and completions do; Responses and
+    /// Messages end with their own closing events).
+    pub(crate) fn done_marker(self) -> bool {
+        matches!(self, Api::Chat | Api::Completions)
+    }
+}
+
+/// Which pooling endpoint a request came in on (`pool.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pool {
+    Embeddings,
+    Rerank,
+    Score,
 }
 
 /// Everything a response needs, fixed when the request arrives.
@@ -36,10 +60,14 @@ pub(crate) struct Reply<'a> {
     pub flavor: Flavor,
     /// The reply's first tokens that are reasoning (chat only; at most `completion_tokens`).
     pub reasoning_tokens: u32,
+    /// The reply is a call to this tool (its arguments are the tokens), not text.
+    pub tool: Option<&'a str>,
+    /// Tokens per content event (Responses' sequence numbers count events).
+    pub tokens_per_event: u32,
 }
 
 /// Deterministic stand-in text: one short word per token.
-const WORDS: [&str; 16] = [
+pub(super) const WORDS: [&str; 16] = [
     " lorem", " ipsum", " dolor", " sit", " amet", " sed", " do", " eius", " mod", " tempor",
     " in", " ut", " labore", " et", " magna", " aliqua",
 ];
@@ -96,6 +124,11 @@ pub(crate) fn stream_tail(out: &mut Vec<u8>) {
     out.extend_from_slice(LAST_CHUNK);
 }
 
+/// The terminating zero-length chunk alone (Responses and Messages: no `[DONE]`).
+pub(crate) fn stream_end(out: &mut Vec<u8>) {
+    out.extend_from_slice(LAST_CHUNK);
+}
+
 /// The chat role-only first event (`"delta":{"role":"assistant","content":""}`).
 pub(crate) fn role_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
     if r.flavor == Flavor::LlamaCpp {
@@ -116,6 +149,9 @@ pub(crate) fn role_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
 /// `completion_tokens` carries `finish_reason: "length"`.
 pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32, stamp_ns: u64) {
     let end = first.saturating_add(count).min(r.completion_tokens);
+    if r.tool.is_some() || !r.api.done_marker() {
+        return apis::content_event(ev, r, first, end, stamp_ns);
+    }
     if r.flavor == Flavor::LlamaCpp {
         return llama_cpp::content_event(ev, r, first, end, stamp_ns);
     }
@@ -134,7 +170,7 @@ pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32,
             put_text(ev, r, first, end);
             ev.extend_from_slice(b"}");
         }
-        Api::Completions => {
+        _ => {
             ev.extend_from_slice(b"[{\"index\":0,\"text\":\"");
             put_words(ev, first, end);
             ev.extend_from_slice(b"\"");
@@ -156,6 +192,10 @@ pub(crate) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, count: u32,
 /// The event that ends the choice when the flavour sends it apart from the last content
 /// (llama.cpp); `false` when there is none (vLLM: the last content event carries it).
 pub(crate) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
+    if r.tool.is_some() && r.api == Api::Chat {
+        apis::chat_tool_finish(ev, r, stamp_ns);
+        return true;
+    }
     match r.flavor {
         Flavor::Vllm => false,
         Flavor::LlamaCpp => {
@@ -168,7 +208,7 @@ pub(crate) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
 /// The final usage event: empty `choices`, then `usage` (vLLM's key order); `false` when the
 /// flavour sent the usage on another event (llama.cpp completions).
 pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
-    if r.flavor == Flavor::LlamaCpp {
+    if r.flavor == Flavor::LlamaCpp && r.tool.is_none() {
         return llama_cpp::usage_event(ev, r, stamp_ns);
     }
     ev.clear();
@@ -182,24 +222,32 @@ pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
 
 /// The whole non-streaming JSON body (`choices[0].message.content` or `choices[0].text`).
 pub(crate) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    if !r.api.done_marker() {
+        return apis::whole_body(body, r, stamp_ns);
+    }
     body.clear();
     object_prefix(body, r, false);
     body.extend_from_slice(b"[{\"index\":0,");
+    let finish: &[u8] = match r.tool {
+        Some(_) => b"tool_calls",
+        None => b"length",
+    };
     match r.api {
+        _ if r.tool.is_some() => apis::chat_tool_message(body, r),
         Api::Chat => {
             body.extend_from_slice(b"\"message\":{\"role\":\"assistant\",");
             put_text(body, r, 0, r.completion_tokens);
             body.extend_from_slice(b",\"refusal\":null}");
         }
-        Api::Completions => {
+        _ => {
             body.extend_from_slice(b"\"text\":\"");
             put_words(body, 0, r.completion_tokens);
             body.extend_from_slice(b"\"");
         }
     }
-    body.extend_from_slice(
-        b",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}],",
-    );
+    body.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":\"");
+    body.extend_from_slice(finish);
+    body.extend_from_slice(b"\",\"stop_reason\":null}],");
     usage(body, r, r.completion_tokens);
     body.extend_from_slice(b",\"ringbench_ns\":");
     put_u64(body, stamp_ns);
@@ -268,7 +316,7 @@ impl Status {
         }
     }
 
-    fn error_type(self) -> &'static str {
+    pub(crate) fn error_type(self) -> &'static str {
         match self {
             Status::NotFound => "NotFoundError",
             Status::MethodNotAllowed => "MethodNotAllowedError",
@@ -332,7 +380,7 @@ fn object_prefix(out: &mut Vec<u8>, r: &Reply, chunk: bool) {
     let (id_prefix, object): (&[u8], &[u8]) = match (r.api, chunk) {
         (Api::Chat, true) => (b"chatcmpl-", b"chat.completion.chunk"),
         (Api::Chat, false) => (b"chatcmpl-", b"chat.completion"),
-        (Api::Completions, _) => (b"cmpl-", b"text_completion"),
+        _ => (b"cmpl-", b"text_completion"),
     };
     out.extend_from_slice(b"{\"id\":\"");
     out.extend_from_slice(id_prefix);
@@ -492,6 +540,8 @@ pub(super) mod tests {
             cached_tokens: None,
             flavor: Flavor::Vllm,
             reasoning_tokens: 0,
+            tool: None,
+            tokens_per_event: 1,
         }
     }
 

@@ -1,7 +1,13 @@
 //! `ringbench sim`: the null server the client is checked against. It is the server side;
 //! the client flow (schedule → worker → http → sse → extract → record → collector → report)
 //! only ever talks to it over loopback. It serves OpenAI-compatible `POST
-//! /v1/chat/completions` and `POST /v1/completions` (streaming and not), `GET /v1/models`
+//! /v1/chat/completions` and `POST /v1/completions` (streaming and not); OpenAI's Responses
+//! API `POST /v1/responses` and Anthropic's Messages API `POST /v1/messages` (streaming and
+//! not, `format/apis.rs`); tool calls on chat, Responses and Messages (`tool_choice`
+//! `required` or a named tool always, `auto` with `--tool-call-rate`); the pooling endpoints
+//! `POST /v1/embeddings` (`--embedding-dim` floats or base64), `/v1/rerank`, TEI's
+//! `/rerank` and `/v1/score` (`format/pool.rs`: one answer after queue, prefill and ttft);
+//! `GET /v1/models`
 //! and `GET /health` (plus `GET /sim/truth` and `POST /sim/truth/reset`: its own measured
 //! per-request TTFT, E2E and queue time, see `truth.rs`, and the arrival process it saw, see
 //! `arrivals.rs`; and `GET /metrics`: Prometheus text

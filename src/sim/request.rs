@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::engine::kv::{word_byte, Chain};
-use super::format::Api;
+use super::format::{Api, Pool};
 use crate::plan::workload::splitmix64;
 
 /// Most headers a request may carry.
@@ -28,6 +28,9 @@ const DEFAULT_MAX_TOKENS: u32 = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     Completion(Api),
+    /// `POST /v1/embeddings`, `/v1/rerank` (and TEI's `/rerank`), `/v1/score`: one answer
+    /// after queue and prefill (`pool.rs`).
+    Pool(Pool),
     Models,
     Health,
     /// `GET /sim/truth`: the simulator's own timing since the last reset (`truth.rs`).
@@ -127,6 +130,11 @@ fn route(method: &str, path: &str) -> Route {
     let (want, route) = match path {
         "/v1/chat/completions" => ("POST", Route::Completion(Api::Chat)),
         "/v1/completions" => ("POST", Route::Completion(Api::Completions)),
+        "/v1/responses" => ("POST", Route::Completion(Api::Responses)),
+        "/v1/messages" => ("POST", Route::Completion(Api::Messages)),
+        "/v1/embeddings" => ("POST", Route::Pool(Pool::Embeddings)),
+        "/v1/rerank" | "/rerank" => ("POST", Route::Pool(Pool::Rerank)),
+        "/v1/score" => ("POST", Route::Pool(Pool::Score)),
         "/v1/models" => ("GET", Route::Models),
         "/health" => ("GET", Route::Health),
         "/sim/truth" => ("GET", Route::Truth),
@@ -154,7 +162,21 @@ pub(crate) struct Job<'a> {
     /// of every prompt string (message `content` strings and content parts' `text` summed),
     /// at least 1; or the exact count when the prompt is given as token ids. A ringbench
     /// synthetic prompt without `--tokenizer` is N words, so the sim counts exactly N.
+    /// Responses' `instructions` and Messages' `system` count too.
     pub prompt_tokens: u32,
+    /// Whether the answer may be a tool call, and to which tool (`tools`, `tool_choice`).
+    pub tool: ToolPick<'a>,
+}
+
+/// What a request's `tools` and `tool_choice` allow.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ToolPick<'a> {
+    /// No tools, or `tool_choice: none`: text.
+    Never,
+    /// `required` (Anthropic's `any`) or a named tool: a call to this tool.
+    Always(Cow<'a, str>),
+    /// `auto` or no choice: a call to the first tool with `--tool-call-rate`'s probability.
+    Auto(Cow<'a, str>),
 }
 
 /// Why a body was refused (answered with 400).
@@ -164,6 +186,8 @@ pub(crate) enum BodyError {
     Json(#[from] serde_json::Error),
     #[error("max_tokens must be between 1 and {MAX_OUTPUT_TOKENS}")]
     MaxTokens,
+    #[error("at most {MAX_POOL_ITEMS} texts per request")]
+    TooManyTexts,
 }
 
 #[derive(Deserialize)]
@@ -182,6 +206,20 @@ struct RawBody<'a> {
     prompt: Option<PromptSize>,
     #[serde(default)]
     messages: Option<PromptSize>,
+    /// Responses: a string or a list of items (messages, `input_text` parts).
+    #[serde(default)]
+    input: Option<PromptSize>,
+    #[serde(default)]
+    instructions: Option<PromptSize>,
+    /// Messages: a string or text blocks.
+    #[serde(default)]
+    system: Option<PromptSize>,
+    #[serde(default)]
+    max_output_tokens: Option<u64>,
+    #[serde(default, borrow)]
+    tools: Option<FirstTool<'a>>,
+    #[serde(default, borrow)]
+    tool_choice: Option<ToolChoice<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -197,13 +235,28 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<Job<'_>, BodyError> {
     let max = raw
         .max_completion_tokens
         .or(raw.max_tokens)
+        .or(raw.max_output_tokens)
         .unwrap_or(DEFAULT_MAX_TOKENS.into());
     if max == 0 || max > u64::from(MAX_OUTPUT_TOKENS) {
         return Err(BodyError::MaxTokens);
     }
     let options = raw.stream_options.as_ref();
-    let size = raw.prompt.or(raw.messages).unwrap_or_default();
+    let mut size = raw.prompt.or(raw.messages).unwrap_or_default();
+    for part in [raw.input, raw.instructions, raw.system]
+        .into_iter()
+        .flatten()
+    {
+        size.add(part);
+    }
+    let first = raw.tools.and_then(|t| t.0);
+    let tool = match (first, raw.tool_choice.unwrap_or(ToolChoice::Auto)) {
+        (None, _) | (_, ToolChoice::None) => ToolPick::Never,
+        (Some(_), ToolChoice::Named(name)) => ToolPick::Always(name),
+        (Some(first), ToolChoice::Required) => ToolPick::Always(first),
+        (Some(first), ToolChoice::Auto) => ToolPick::Auto(first),
+    };
     Ok(Job {
+        tool,
         stream: raw.stream.unwrap_or(false),
         max_tokens: max as u32,
         include_usage: options.and_then(|o| o.include_usage).unwrap_or(false),
@@ -213,6 +266,119 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<Job<'_>, BodyError> {
         model: raw.model,
         prompt_tokens: size.tokens(),
     })
+}
+
+/// The first tool's name of a `tools` list (OpenAI chat's `function.name`, Responses' and
+/// Anthropic's flat `name`); the rest are skipped.
+#[derive(Debug, Default)]
+struct FirstTool<'a>(Option<Cow<'a, str>>);
+
+#[derive(Deserialize)]
+struct ToolDef<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionName<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionName<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+}
+
+impl<'a> ToolDef<'a> {
+    fn name(self) -> Option<Cow<'a, str>> {
+        self.name.or(self.function.map(|f| f.name))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstTool<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(FirstToolVisitor(std::marker::PhantomData))
+    }
+}
+
+struct FirstToolVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for FirstToolVisitor<'a> {
+    type Value = FirstTool<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of tools")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstTool<'a>, A::Error> {
+        let first = seq.next_element::<ToolDef<'a>>()?.and_then(ToolDef::name);
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(FirstTool(first))
+    }
+}
+
+/// `tool_choice` in any API's spelling: `"none"`, `"auto"`, `"required"`, or an object
+/// (`{"type":"function","function":{"name":..}}`, `{"type":"function","name":..}`,
+/// Anthropic's `{"type":"any"|"auto"|"none"|"tool","name":..}`).
+#[derive(Debug, PartialEq, Eq)]
+enum ToolChoice<'a> {
+    None,
+    Auto,
+    Required,
+    Named(Cow<'a, str>),
+}
+
+#[derive(Deserialize)]
+struct ChoiceObject<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionName<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ToolChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ChoiceVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ChoiceVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl ToolChoice<'_> {
+    fn of_word(w: &str) -> Self {
+        match w {
+            "none" => ToolChoice::None,
+            "required" | "any" => ToolChoice::Required,
+            _ => ToolChoice::Auto,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for ChoiceVisitor<'a> {
+    type Value = ToolChoice<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a tool choice: none, auto, required or an object")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ToolChoice<'a>, E> {
+        Ok(ToolChoice::of_word(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ToolChoice<'a>, E> {
+        Ok(ToolChoice::Auto)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ToolChoice<'a>, A::Error> {
+        let o = ChoiceObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        let name = o.name.or(o.function.map(|f| f.name));
+        Ok(match (o.kind.as_deref(), name) {
+            (Some("none" | "auto" | "any" | "required") | None, _) | (_, None) => {
+                ToolChoice::of_word(o.kind.as_deref().unwrap_or("auto"))
+            }
+            (Some(_), Some(name)) => ToolChoice::Named(name),
+        })
+    }
 }
 
 /// Prompt size gathered while deserializing, without keeping the text: words of every
@@ -387,13 +553,18 @@ impl<'de> Visitor<'de> for BodyTokens<'_> {
         f.write_str("a JSON object")
     }
 
-    /// `prompt` wins over `messages` wherever it stands, as in `parse_body`.
+    /// `prompt` wins over `messages` wherever it stands, as in `parse_body`; Responses'
+    /// `input`/`instructions`, Messages' `system` and the pooling APIs' texts add on.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut had_prompt = false;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "prompt" || (key == "messages" && !had_prompt) {
+            if POOL_TEXT_KEYS.contains(&key.as_ref()) || key == "instructions" || key == "system" {
+                map.next_value_seed(Tokens(&mut *self.0))?;
+            } else if key == "prompt" || (key == "messages" && !had_prompt) {
                 had_prompt |= key == "prompt";
-                self.0.clear();
+                if key == "prompt" {
+                    self.0.clear();
+                }
                 map.next_value_seed(Tokens(&mut *self.0))?;
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -401,6 +572,220 @@ impl<'de> Visitor<'de> for BodyTokens<'_> {
         }
         Ok(())
     }
+}
+
+/// The keys whose strings a pooling request (and Responses' `input`) is made of.
+const POOL_TEXT_KEYS: [&str; 6] = ["input", "query", "documents", "texts", "text_1", "text_2"];
+
+/// Most texts one pooling request may carry.
+pub(crate) const MAX_POOL_ITEMS: usize = 4096;
+
+/// One text of a pooling request: its size, a hash of its content (what its deterministic
+/// vector or score comes from) and where its decoded text is in `PoolBatch::texts`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PoolItem {
+    pub tokens: u32,
+    pub hash: u64,
+    pub text: std::ops::Range<usize>,
+}
+
+/// A pooling request's texts, in buffers the connection reuses request after request.
+#[derive(Debug, Default)]
+pub(crate) struct PoolBatch {
+    /// Every string's decoded text, one after another.
+    pub texts: String,
+    /// `query` / `text_1`.
+    pub first: Vec<PoolItem>,
+    /// `input` / `documents` / `texts` / `text_2`.
+    pub items: Vec<PoolItem>,
+}
+
+/// The scalar fields of a pooling request.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct PoolJob<'a> {
+    pub model: Option<Cow<'a, str>>,
+    /// `encoding_format: "base64"`.
+    pub base64: bool,
+    pub top_n: Option<u32>,
+    /// The documents came as `texts` (Hugging Face TEI's `/rerank`): answer TEI's bare array.
+    pub tei: bool,
+}
+
+/// Reads a pooling request into `batch` (cleared first). An `input` of token ids is one
+/// text; a list of id lists is one text each.
+pub(crate) fn parse_pool<'a>(
+    body: &'a [u8],
+    batch: &mut PoolBatch,
+) -> Result<PoolJob<'a>, BodyError> {
+    batch.texts.clear();
+    batch.first.clear();
+    batch.items.clear();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let job = de.deserialize_map(PoolBody(batch))?;
+    de.end()?;
+    if batch.items.len() + batch.first.len() > MAX_POOL_ITEMS {
+        return Err(BodyError::TooManyTexts);
+    }
+    Ok(job)
+}
+
+struct PoolBody<'b>(&'b mut PoolBatch);
+
+impl<'de> Visitor<'de> for PoolBody<'_> {
+    type Value = PoolJob<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PoolJob<'de>, A::Error> {
+        let mut job = PoolJob::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "model" => job.model = map.next_value()?,
+                "encoding_format" => {
+                    let f: Option<Cow<'de, str>> = map.next_value()?;
+                    job.base64 = f.as_deref() == Some("base64");
+                }
+                "top_n" => {
+                    let n: Option<u64> = map.next_value()?;
+                    job.top_n = n.map(|n| n.min(u64::from(u32::MAX)) as u32);
+                }
+                "query" | "text_1" | "input" | "documents" | "texts" | "text_2" => {
+                    job.tei |= key == "texts";
+                    let mut open = None;
+                    map.next_value_seed(PoolTexts {
+                        batch: &mut *self.0,
+                        first: key == "query" || key == "text_1",
+                        open: &mut open,
+                    })?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(job)
+    }
+}
+
+/// A pooling value: a string (one text), a list of strings, of `{"text":..}` documents, of id
+/// lists, or one list of ids (one text). `first`: into `PoolBatch::first`; `open`: the text
+/// the ids of the list being read add to.
+struct PoolTexts<'b, 'o> {
+    batch: &'b mut PoolBatch,
+    first: bool,
+    open: &'o mut Option<usize>,
+}
+
+impl PoolTexts<'_, '_> {
+    fn list(&mut self) -> &mut Vec<PoolItem> {
+        match self.first {
+            true => &mut self.batch.first,
+            false => &mut self.batch.items,
+        }
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for PoolTexts<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PoolTexts<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a text, a list of texts or documents, or token ids")
+    }
+
+    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<(), E> {
+        let at = self.batch.texts.len();
+        self.batch.texts.push_str(v);
+        let item = PoolItem {
+            tokens: words(v).clamp(1, u64::from(u32::MAX)) as u32,
+            hash: text_hash(v.as_bytes()),
+            text: at..at + v.len(),
+        };
+        self.list().push(item);
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(mut self, v: u64) -> Result<(), E> {
+        let at = self.batch.texts.len();
+        let open = *self.open;
+        let list = self.list();
+        let i = match open {
+            Some(i) => i,
+            None => {
+                list.push(PoolItem {
+                    tokens: 0,
+                    hash: ID_TAG,
+                    text: at..at,
+                });
+                list.len() - 1
+            }
+        };
+        let item = &mut list[i];
+        item.tokens = item.tokens.saturating_add(1);
+        item.hash = splitmix64(item.hash ^ v);
+        *self.open = Some(i);
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.visit_u64(v as u64)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        // The ids of this list make one text; a list inside it, another.
+        let mut open = None;
+        let (batch, first) = (self.batch, self.first);
+        loop {
+            let seed = PoolTexts {
+                batch: &mut *batch,
+                first,
+                open: &mut open,
+            };
+            if seq.next_element_seed(seed)?.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A document object: its `text` is the text.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (batch, first) = (self.batch, self.first);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "text" {
+                let mut open = None;
+                map.next_value_seed(PoolTexts {
+                    batch: &mut *batch,
+                    first,
+                    open: &mut open,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// FNV-1a of a text: what its deterministic vector and scores come from.
+pub(crate) fn text_hash(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// Token ids are hashed apart from words, so an id never equals a word.

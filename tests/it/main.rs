@@ -42,6 +42,7 @@ mod server_metrics;
 mod sessions;
 mod shape;
 mod shards;
+mod sim_apis;
 mod sim_truth;
 mod sim_wire;
 mod stages;

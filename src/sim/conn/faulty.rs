@@ -7,7 +7,6 @@
 //! of the connection code it may not block the thread nor panic on client input.
 
 use super::*;
-use crate::plan::sim::FaultKind;
 
 /// How long a reset waits after the bytes it follows, so the client has read them first and
 /// sees a reset *after* the head rather than a connection that died before it.
@@ -98,11 +97,12 @@ impl Conn {
         plan: Plan,
         stall_ns: u64,
     ) -> Result<(), ConnEnd> {
-        let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq(), None);
+        let (model, tool) = self.take_names();
+        let per = self.shared.settings.tokens_per_chunk;
+        let reply = reply_of(&plan, &model, &tool, self.next_seq(), None, per);
         self.stream_start(&plan, &reply, 2);
         let end = self.stream_fault(kind, &reply);
-        self.model = model;
+        self.put_names(model, tool);
         self.write_out().await?;
         match end {
             StreamEnd::Clean => Ok(()),
@@ -122,10 +122,7 @@ impl Conn {
     fn stream_start(&mut self, plan: &Plan, reply: &Reply<'_>, tokens: u32) {
         let now = mono_ns();
         format::stream_head(&mut self.wbuf, false, reply.flavor, &self.echo);
-        if plan.api == Api::Chat {
-            format::role_event(&mut self.ev, reply, now);
-            self.push_event();
-        }
+        self.push_open(reply, now);
         for i in 0..tokens.min(plan.max_tokens) {
             format::content_event(&mut self.ev, reply, i, 1, now);
             self.push_event();
@@ -191,20 +188,17 @@ impl Conn {
             self.wbuf.extend_from_slice(bytes);
             self.write_out().await?;
         }
-        let model = std::mem::take(&mut self.model);
-        let reply = reply_of(&plan, &model, self.next_seq(), None);
-        let now = mono_ns();
-        if plan.api == Api::Chat {
-            format::role_event(&mut self.ev, &reply, now);
-            self.push_event();
-        }
+        let (model, tool) = self.take_names();
         let per = self.shared.settings.tokens_per_chunk;
+        let reply = reply_of(&plan, &model, &tool, self.next_seq(), None, per);
+        let now = mono_ns();
+        self.push_open(&reply, now);
         for first in (0..plan.max_tokens).step_by(per as usize) {
             format::content_event(&mut self.ev, &reply, first, per, now);
             self.push_event();
         }
         self.push_tail(&reply, now);
-        self.model = model;
+        self.put_names(model, tool);
         self.write_out().await
     }
 }

@@ -41,7 +41,7 @@ pub(super) fn content_event(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, s
                 ev.extend_from_slice(b"}}]");
             }
         }
-        Api::Completions => {
+        _ => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"text\":\"");
             put_words(ev, first, end);
             ev.extend_from_slice(b"\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}]");
@@ -59,7 +59,7 @@ pub(super) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
             ev.extend_from_slice(b"\"index\":0,\"delta\":{}}]");
             suffix(ev, r, None, stamp_ns);
         }
-        Api::Completions => {
+        _ => {
             ev.extend_from_slice(b"data: {\"choices\":[{\"text\":\"\",\"index\":0,");
             ev.extend_from_slice(b"\"logprobs\":null,\"finish_reason\":\"length\"}]");
             suffix(ev, r, r.include_usage.then_some(r), stamp_ns);
@@ -93,7 +93,7 @@ fn suffix(ev: &mut Vec<u8>, r: &Reply, usage: Option<&Reply>, stamp_ns: u64) {
     ev.extend_from_slice(b"\",\"system_fingerprint\":\"b0-unknown\",\"object\":\"");
     ev.extend_from_slice(match r.api {
         Api::Chat => b"chat.completion.chunk",
-        Api::Completions => b"text_completion",
+        _ => b"text_completion",
     });
     ev.extend_from_slice(b"\"");
     if let Some(u) = usage {
