@@ -644,6 +644,10 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "endpoints",
         // `--stages`' breakdown: always present, null without stages.
         "stages",
+        // Tool calls: always present, null without `--tools` or a call.
+        "tools",
+        // A pooling endpoint's figures: always present, null for a generating one.
+        "pooling",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
@@ -651,6 +655,7 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         v["stages"].is_null(),
         "a run without --stages has no breakdown"
     );
+    assert!(v["tools"].is_null() && v["pooling"].is_null());
     for k in [
         "ttft",
         "ttst",

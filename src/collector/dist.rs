@@ -145,13 +145,23 @@ impl Dist {
     /// The summary's stats in ms: fixed percentiles, then the configured ones, small samples
     /// marked.
     pub fn stats_ms(&self, configured: &[f64]) -> Stats {
-        let ms = |ns: u64| ns as f64 / NS_PER_MS;
+        self.stats_per(configured, NS_PER_MS)
+    }
+
+    /// The summary's stats in the values' own unit (bytes, items), as `stats_ms` gives them.
+    pub fn stats(&self, configured: &[f64]) -> Stats {
+        self.stats_per(configured, 1.0)
+    }
+
+    /// The stats with every value divided by `unit`.
+    fn stats_per(&self, configured: &[f64], unit: f64) -> Stats {
+        let scaled = |v: u64| v as f64 / unit;
         let mut s = Stats {
             count: self.count,
-            mean: self.mean_ns().map(|v| v / NS_PER_MS),
-            std: self.std_ns().map(|v| v / NS_PER_MS),
-            min: (self.count > 0).then(|| ms(self.min_ns)),
-            max: (self.count > 0).then(|| ms(self.max_ns)),
+            mean: self.mean_ns().map(|v| v / unit),
+            std: self.std_ns().map(|v| v / unit),
+            min: (self.count > 0).then(|| scaled(self.min_ns)),
+            max: (self.count > 0).then(|| scaled(self.max_ns)),
             ..Default::default()
         };
         for &p in FIXED_PERCENTILES.iter().chain(configured) {
@@ -159,7 +169,7 @@ impl Dist {
             if is_small_sample(p, self.count) && !s.is_small(&key) {
                 s.small_sample.push(key.clone());
             }
-            s.set(key, self.percentile_ns(p).map(ms));
+            s.set(key, self.percentile_ns(p).map(scaled));
         }
         s
     }

@@ -59,6 +59,12 @@ impl Collector {
             goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
             goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
             good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
+            inputs_per_s: m.pooling.as_ref().and_then(|p| per_s(p.inputs as f64)),
+            input_tokens_per_s: per_s(m.isl.client_total as f64),
+            server_input_tokens_per_s: m
+                .isl
+                .server_total_of_all(m.ok)
+                .and_then(|n| per_s(n as f64)),
         };
         // Rates come from send stamps alone: the duration also holds the tail of the last
         // responses and would understate the rate offered (badly for short runs of long
@@ -113,6 +119,11 @@ impl Collector {
                 .as_ref()
                 .map(|t| t.summary(&st.percentiles, duration_ns)),
             stages,
+            tools: m.tools.summary(st.tools_offered && st.endpoint.generates()),
+            pooling: m
+                .pooling
+                .as_ref()
+                .map(|p| p.summary(st.endpoint, &st.percentiles)),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
@@ -295,7 +306,8 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
         .iter()
         .chain([&d.sched_lag, &d.delivery_delay])
         .map(|d| d.clamped())
-        .sum();
+        .sum::<u64>()
+        + m.pooling.as_ref().map_or(0, |p| p.clamped());
     if clamped > 0 {
         warnings.push(format!(
             "{clamped} values above one hour were clamped in the histograms (counted; their \

@@ -48,6 +48,12 @@ impl IslTally {
         tokens.input_server_ratio = self.ratio();
     }
 
+    /// Σ the server's count, when all of the run's `ok` successful requests reported it (a
+    /// partial sum would understate a rate); `None` otherwise.
+    pub fn server_total_of_all(&self, ok: u64) -> Option<u64> {
+        (self.reports > 0 && self.reports == ok).then_some(self.server_total)
+    }
+
     /// Server / client over the requests that reported; `None` when none did.
     fn ratio(&self) -> Option<f64> {
         (self.reports > 0 && self.client_reported > 0)

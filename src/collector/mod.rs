@@ -10,6 +10,9 @@
 //! logged, nothing else; failures never enter a latency but are in goodput's denominator;
 //! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`.
 
+mod apis;
+#[cfg(test)]
+mod apis_tests;
 #[cfg(test)]
 mod arith_tests;
 mod cancels;
@@ -230,6 +233,10 @@ struct Measured {
     cancels: Option<cancels::CancelTally>,
     /// Several `--url`s: each server's own figures.
     endpoints: Option<endpoints::EndpointTally>,
+    /// The tool calls the answers made.
+    tools: apis::ToolTally,
+    /// A pooling endpoint's answers; `None` for a generating one.
+    pooling: Option<apis::PoolingTally>,
 }
 
 /// The collector thread's state: every figure of the summary as it accumulates (bounded
@@ -264,7 +271,7 @@ impl Collector {
         let mut c = Self::from_settings(Settings::from_plan(plan).map_err(io::Error::other)?);
         c.log = out_dir.map(RequestLog::create).transpose()?;
         c.hlog = out_dir
-            .map(|d| hlog::IntervalLogs::create(d, plan.stream))
+            .map(|d| hlog::IntervalLogs::create(d, c.stream))
             .transpose()?;
         c.output_tokenizer = plan
             .workload
@@ -301,6 +308,7 @@ impl Collector {
                 sessions,
                 cancels,
                 endpoints,
+                pooling: (!settings.endpoint.generates()).then(Default::default),
                 ..Measured::default()
             },
             stages: stages::StageTally::new(&settings.stages, settings.shard),
@@ -468,6 +476,10 @@ impl Measured {
     fn add_ok(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
         self.ok += 1;
         self.isl.add(rec);
+        self.tools.add(rec);
+        if let Some(p) = self.pooling.as_mut() {
+            p.add(rec);
+        }
         self.output_tokens += rec.output_tokens as u64;
         match rec.output_source {
             OslSource::Usage => self.output_source.usage += 1,

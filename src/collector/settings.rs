@@ -5,12 +5,19 @@
 //! sidecar (`Plan` is serde both ways), so one code path (`finish::summarize`) turns records
 //! into a summary either way. Never prints.
 
-use crate::plan::{Plan, Shard, Slo, Stage};
+use crate::plan::{Endpoint, Plan, Shard, Slo, Stage};
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
+    /// Responses come as a stream: `--stream` on a generating endpoint (a pooling endpoint
+    /// answers with one body, as `--no-stream` does).
     pub stream: bool,
+    /// The API called (`--endpoint`): a pooling one gets the summary's `pooling` block.
+    pub endpoint: Endpoint,
+    /// Tools were offered (`--tools`): the summary's `tools` block is shown even when no
+    /// answer called one.
+    pub tools_offered: bool,
     pub goodput: Vec<Slo>,
     pub percentiles: Vec<f64>,
     /// Requests per second asked; `None` for a closed loop and for conversations (whose
@@ -49,7 +56,9 @@ pub struct SettingsError(pub String);
 impl Settings {
     pub fn from_plan(plan: &Plan) -> Result<Self, SettingsError> {
         Ok(Settings {
-            stream: plan.stream,
+            stream: plan.stream && plan.endpoint.generates(),
+            endpoint: plan.endpoint,
+            tools_offered: !plan.api.tools.is_empty(),
             goodput: plan.goodput.clone(),
             percentiles: plan.percentiles.clone(),
             target_rate: plan.target_rate().filter(|_| plan.sessions.is_none()),

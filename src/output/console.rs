@@ -10,6 +10,9 @@ use crate::collector::definitions::ToolFigures;
 use crate::collector::LiveCounts;
 use crate::plan::workload::TraceLoad;
 use crate::plan::{Load, Plan};
+use crate::record::Outcome;
+use crate::summary::apis::{Pooling, ToolCalls};
+use crate::summary::figure::{Figure, FigureValue};
 use crate::summary::metric::{role, Metric};
 use crate::summary::stages::StageSummary;
 use crate::summary::workload::{Realized, WorkloadStats};
@@ -39,6 +42,8 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
         )?;
     }
     small |= other_section(s, out)?;
+    small |= pooling_block(s, out)?;
+    tools_block(s.tools.as_ref(), out)?;
     super::console_users::sessions_block(s.sessions.as_ref(), out)?;
     super::console_users::cancellations_block(s.cancellations.as_ref(), out)?;
     super::console_users::endpoints_block(s.endpoints.as_deref(), out)?;
@@ -104,7 +109,7 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     row(out, "Successful requests:", c.ok)?;
     row(out, "Failed requests:", c.failed)?;
     for (kind, n) in &c.failed_by_kind {
-        row(out, &format!("  {kind}:"), n)?;
+        row(out, &format!("  {}:", failure_label(kind)), n)?;
     }
     if c.cancelled > 0 || c.not_sent > 0 {
         row(
@@ -127,8 +132,13 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Benchmark duration (s):",
         format!("{:.2}", s.duration_s),
     )?;
+    if !streamed(s) {
+        row(out, "Streaming:", not_streamed(s))?;
+    }
     row(out, "Total input tokens:", input_tokens(s))?;
-    row(out, "Total generated tokens:", s.tokens.output_total)?;
+    if s.pooling.is_none() {
+        row(out, "Total generated tokens:", s.tokens.output_total)?;
+    }
     prefix_reuse(s, out)?;
     let t = &s.throughput;
     row(out, "Request throughput (req/s):", num(t.requests_per_s, 2))?;
@@ -144,16 +154,18 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
             num(t.good_fraction.map(|f| f * 100.0), 2),
         )?;
     }
-    row(
-        out,
-        "Output token throughput (tok/s):",
-        num(t.output_tokens_per_s, 2),
-    )?;
-    row(
-        out,
-        "Total Token throughput (tok/s):",
-        num(t.total_tokens_per_s, 2),
-    )?;
+    if s.pooling.is_none() {
+        row(
+            out,
+            "Output token throughput (tok/s):",
+            num(t.output_tokens_per_s, 2),
+        )?;
+        row(
+            out,
+            "Total Token throughput (tok/s):",
+            num(t.total_tokens_per_s, 2),
+        )?;
+    }
     if let Some(target) = s.target.request_rate {
         let achieved = num(s.achieved.request_rate, 2);
         let schedule = num(s.achieved.schedule_rate, 2);
@@ -165,6 +177,85 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Mean concurrency (Little's law):",
         num(s.achieved.concurrency_mean, 2),
     )
+}
+
+/// A failure kind as the console names it: the `failed_by_kind` key, or what it means where
+/// the key alone would puzzle a reader.
+fn failure_label(kind: &str) -> &str {
+    match kind {
+        k if k == Outcome::WrongApi.name() => "answers in another API's shape",
+        k => k,
+    }
+}
+
+/// The responses came as a stream: `--stream` (the default) on a generating endpoint.
+fn streamed(s: &Summary) -> bool {
+    s.pooling.is_none() && s.config["stream"].as_bool().unwrap_or(true)
+}
+
+/// Why the stream's figures (TTFT, TPOT, ITL, output tokens) are not shown, said once.
+fn not_streamed(s: &Summary) -> String {
+    match &s.pooling {
+        Some(p) => format!(
+            "not streamed ({} answers one body: E2E-type latencies only)",
+            p.endpoint
+        ),
+        None => "not streamed (--no-stream: E2E-type latencies only)".to_string(),
+    }
+}
+
+/// One row per figure of a `figure_block`, under the block's rule.
+fn figure_rows(out: &mut impl Write, figures: &[Figure], values: &[FigureValue]) -> io::Result<()> {
+    for (f, v) in figures.iter().zip(values) {
+        let shown = match *v {
+            FigureValue::Count(n) => n.to_string(),
+            FigureValue::Number(x) => num(x, 2),
+        };
+        row(out, f.label, shown)?;
+    }
+    Ok(())
+}
+
+/// A pooling run's own figures: inputs answered, input rates both counts, answer sizes.
+/// Returns whether a shown percentile is marked as from too few samples.
+fn pooling_block(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
+    let Some(p) = s.pooling.as_ref() else {
+        return Ok(false);
+    };
+    writeln!(out, "{}", rule(&format!("Pooling ({})", p.endpoint), '-'))?;
+    figure_rows(out, &Pooling::FIGURES, &p.values())?;
+    let t = &s.throughput;
+    row(out, "Input throughput (inputs/s):", num(t.inputs_per_s, 2))?;
+    row(
+        out,
+        "Input token throughput (tok/s):",
+        format!(
+            "{} (client) · {} (server)",
+            num(t.input_tokens_per_s, 2),
+            num(t.server_input_tokens_per_s, 2)
+        ),
+    )?;
+    let b = &p.response_bytes;
+    row(
+        out,
+        "Response bytes mean / median / P99:",
+        format!(
+            "{} / {} / {}",
+            num(b.mean, 0),
+            marked_n(b, "p50", 0),
+            marked_n(b, "p99", 0)
+        ),
+    )?;
+    Ok(b.count > 0 && (b.is_small("p50") || b.is_small("p99")))
+}
+
+/// The tool calls the answers made (`--tools`, or any answer that called one).
+fn tools_block(t: Option<&ToolCalls>, out: &mut impl Write) -> io::Result<()> {
+    let Some(t) = t else {
+        return Ok(());
+    };
+    writeln!(out, "{}", rule("Tool calls", '-'))?;
+    figure_rows(out, &ToolCalls::FIGURES, &t.values())
 }
 
 /// The client's input total and how it was counted, then the server's `usage.prompt_tokens`

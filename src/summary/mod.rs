@@ -7,7 +7,9 @@
 //! Units are in the key names (`latency_ms`, `duration_s`, `_per_s`). A figure that cannot be
 //! computed (no samples, zero duration, no SLO given) is `null`, never a made-up 0.
 
+pub mod apis;
 pub mod endpoints;
+pub mod figure;
 pub mod metric;
 pub mod series;
 pub mod server;
@@ -198,6 +200,14 @@ pub struct Summary {
     /// order; `null` with one server.
     #[serde(default)]
     pub endpoints: Option<Vec<endpoints::EndpointRow>>,
+    /// The tool calls the answers made: with `--tools`, or when any answer called one;
+    /// `null` otherwise.
+    #[serde(default)]
+    pub tools: Option<apis::ToolCalls>,
+    /// A pooling endpoint's run (embeddings, rerank, score): the inputs answered and the
+    /// answers' sizes; `null` for a generating endpoint.
+    #[serde(default)]
+    pub pooling: Option<apis::Pooling>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed
@@ -329,6 +339,17 @@ pub struct Throughput {
     pub goodput_output_tokens_per_s: Option<f64>,
     /// Good / all measured sent (failures and cancellations included).
     pub good_fraction: Option<f64>,
+    /// Pooling endpoints: Σ inputs the successful answers held (embeddings, documents
+    /// scored, pairs scored) / duration; `null` for a generating endpoint.
+    #[serde(default)]
+    pub inputs_per_s: Option<f64>,
+    /// Σ ISL of successful requests by the client's count / duration.
+    #[serde(default)]
+    pub input_tokens_per_s: Option<f64>,
+    /// Σ the server's `usage.prompt_tokens` / duration; `null` unless every successful
+    /// request reported it (a partial sum would understate the rate).
+    #[serde(default)]
+    pub server_input_tokens_per_s: Option<f64>,
 }
 
 /// The load the plan asked for (`target` in `summary.json`).

@@ -9,6 +9,11 @@
 //! read as nvda-ci/aiperf at 8e6a033d in the public code corpus): its sample records and
 //! the "Key Field Categories" list.
 //!
+//! A pooling run (embeddings, rerank, score) is written as AIPerf writes its `embeddings` and
+//! `rankings` endpoint types: `request_latency` and `input_sequence_length` per request and
+//! in aggregate, the request throughput, count and duration, the errors; no output-token
+//! metric (AIPerf leaves out what a non-generating endpoint has not).
+//!
 //! Figures follow `Definitions::Aiperf`: TTFT at the first content or reasoning token,
 //! `inter_token_latency` = (E2E − TTFT)/(OSL − 1) per request, `inter_chunk_latency` the
 //! chunk gaps, duration from the first send to the last response. Differences that
@@ -56,15 +61,16 @@ fn counted(r: &Record) -> bool {
 
 /// Writes both files to `out`, from the records of the run folder `records` and its summary.
 pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
-    write_jsonl(out, records)?;
+    write_jsonl(out, records, summary.pooling.is_some())?;
     let agg = aggregate(records, summary)?;
     let path = out.join(JSON_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
     crate::rt::file::write_atomic(&path, &text).map_err(write_err(&path))
 }
 
-/// The per-request metrics of one successful request, AIPerf's names and units.
-fn request_metrics(r: &Record) -> Map<String, Value> {
+/// The per-request metrics of one successful request, AIPerf's names and units; a pooling
+/// answer's (`pooling`) stop at its latency.
+fn request_metrics(r: &Record, pooling: bool) -> Map<String, Value> {
     let d = Definitions::Aiperf;
     let mut m = Map::new();
     let mut put = |k: &str, v: Value, unit: &str| {
@@ -77,6 +83,9 @@ fn request_metrics(r: &Record) -> Map<String, Value> {
     }
     if let Some(v) = r.e2e_ns() {
         put("request_latency", json!(ms(v)), "ms");
+    }
+    if pooling {
+        return m;
     }
     let gaps: Vec<f64> = r.itl_gaps_ns().map(ms).collect();
     if !gaps.is_empty() {
@@ -102,7 +111,7 @@ fn error_of(r: &Record) -> Value {
     })
 }
 
-fn jsonl_line(r: &Record) -> Value {
+fn jsonl_line(r: &Record, pooling: bool) -> Value {
     let ok = r.outcome == Outcome::Ok;
     json!({
         "metadata": {
@@ -123,7 +132,7 @@ fn jsonl_line(r: &Record) -> Value {
             "cancellation_time_ns": if r.outcome == Outcome::Cancelled { json!(r.done_ns) } else { Value::Null },
         },
         "metrics": if ok {
-            Value::Object(request_metrics(r))
+            Value::Object(request_metrics(r, pooling))
         } else {
             json!({"error_isl": {"value": r.input_tokens, "unit": "tokens"}})
         },
@@ -131,7 +140,7 @@ fn jsonl_line(r: &Record) -> Value {
     })
 }
 
-fn write_jsonl(out: &Path, records: &Path) -> Result<(), WriteError> {
+fn write_jsonl(out: &Path, records: &Path, pooling: bool) -> Result<(), WriteError> {
     let path = out.join(JSONL_FILE);
     let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
     let w = file.writer();
@@ -140,7 +149,7 @@ fn write_jsonl(out: &Path, records: &Path) -> Result<(), WriteError> {
         if !counted(r) || failed.is_some() {
             return;
         }
-        let line = jsonl_line(r).to_string();
+        let line = jsonl_line(r, pooling).to_string();
         if let Err(e) = writeln!(w, "{line}") {
             failed = Some(e);
         }
@@ -243,6 +252,7 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
         _ => 0.0,
     };
     let per_s = |n: u64| (duration_s > 0.0).then(|| n as f64 / duration_s);
+    let pooling = summary.pooling.is_some();
     let mut m = Map::new();
     let blocks = [
         ("request_latency", block(&a.latency, "ms", MS)),
@@ -253,7 +263,10 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
             "output_token_throughput_per_user",
             block(&a.per_user_milli, "tokens/sec/user", MILLI),
         ),
-        ("output_sequence_length", block(&a.osl, "tokens", 1.0)),
+        (
+            "output_sequence_length",
+            block(&a.osl, "tokens", 1.0).filter(|_| !pooling),
+        ),
         ("input_sequence_length", block(&a.isl, "tokens", 1.0)),
     ];
     for (k, b) in blocks {
@@ -265,14 +278,18 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
         "request_throughput".into(),
         single("requests/sec", per_s(a.ok)),
     );
-    m.insert(
-        "output_token_throughput".into(),
-        single("tokens/sec", per_s(a.total_osl)),
-    );
+    if !pooling {
+        m.insert(
+            "output_token_throughput".into(),
+            single("tokens/sec", per_s(a.total_osl)),
+        );
+    }
     m.insert("benchmark_duration".into(), single("sec", duration_s));
     m.insert("request_count".into(), single("requests", a.ok as f64));
     m.insert("total_isl".into(), single("tokens", a.total_isl as f64));
-    m.insert("total_osl".into(), single("tokens", a.total_osl as f64));
+    if !pooling {
+        m.insert("total_osl".into(), single("tokens", a.total_osl as f64));
+    }
     m.insert("was_cancelled".into(), json!(summary.interrupted));
     m.insert("start_time".into(), json!(summary.started_at));
     let errors: Vec<Value> = a

@@ -14,7 +14,9 @@ use std::path::Path;
 pub const FILE_NAME: &str = "summary.csv";
 
 /// The sections of `summary.json` that hold figures (config, host and texts are left out).
-const SECTIONS: [&str; 8] = [
+/// A section that is `null` for this run (`tools` without tools, `pooling` for a generating
+/// endpoint) gives no rows.
+const SECTIONS: [&str; 10] = [
     "counts",
     "duration_s",
     "throughput",
@@ -22,6 +24,8 @@ const SECTIONS: [&str; 8] = [
     "achieved",
     "latency_ms",
     "tokens",
+    "tools",
+    "pooling",
     "overhead",
 ];
 
@@ -36,7 +40,7 @@ pub fn write(out: &Path, summary: &Summary) -> Result<(), WriteError> {
 pub fn render(summary: &Summary) -> String {
     let v = serde_json::to_value(summary).unwrap_or(Value::Null);
     let mut csv = String::from("metric,statistic,value,unit,small_sample\n");
-    for key in SECTIONS {
+    for key in SECTIONS.into_iter().filter(|k| !v[*k].is_null()) {
         walk(key, &v[key], &mut csv);
     }
     csv
@@ -96,6 +100,8 @@ fn unit_of(path: &str) -> &'static str {
         "%"
     } else if has("_ns") || path.contains("cpu_ns_per") {
         "ns"
+    } else if has("_bytes") {
+        "bytes"
     } else {
         ""
     }

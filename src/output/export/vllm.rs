@@ -15,6 +15,14 @@
 //! (`write_result`), with the setup keys from vLLM's arguments as given, `--metadata`, only
 //! the `--percentile-metrics`, and the lists only with `--save-detailed`, as vLLM does.
 //!
+//! A pooling run (embeddings, rerank, score) is written as vLLM writes a pooling task's
+//! (`openai-embeddings`, `vllm-rerank` backends: `calculate_metrics_for_embeddings`):
+//! `completed`, `failed`, `total_input_tokens`, `request_throughput`,
+//! `total_token_throughput` (input tokens / duration), the `e2el` aggregates (the one metric
+//! a pooling task has, whatever `--percentile-metrics` says), and the lists `input_lens` and
+//! `errors`; no output, TTFT, TPOT or ITL keys. vLLM has no backend for `/v1/score`:
+//! `vllm-score` follows its pattern.
+//!
 //! Figures follow `Definitions::Vllm`. Differences that remain, stated: percentiles are
 //! nearest-rank from our 3-significant-digit histograms (numpy interpolates between
 //! samples), `generated_texts` are empty strings (ringbench does not keep response text),
@@ -43,6 +51,12 @@ const LISTS: [&str; 6] = [
     "generated_texts",
     "errors",
 ];
+
+/// The lists of a pooling run, in vLLM's order.
+const POOLING_LISTS: [&str; 2] = ["input_lens", "errors"];
+
+/// vLLM's metrics of a pooling run.
+const POOLING_METRICS: [&str; 1] = ["e2el"];
 
 fn counted(r: &Record) -> bool {
     !r.warmup && r.outcome.was_sent()
@@ -84,7 +98,11 @@ fn write_file(
     }
     w.write_all(body.as_bytes()).map_err(write_err(path))?;
     if detailed {
-        write_lists(w, path, records)?;
+        let lists: &[&str] = match summary.pooling {
+            Some(_) => &POOLING_LISTS,
+            None => &LISTS,
+        };
+        write_lists(w, path, records, lists)?;
         w.write_all(b"}").map_err(write_err(path))?;
     }
     w.write_all(b"\n").map_err(write_err(path))?;
@@ -92,8 +110,13 @@ fn write_file(
 }
 
 /// The request lists of `--save-detailed`, streamed from the records one pass each.
-fn write_lists(w: &mut impl Write, path: &Path, records: &Path) -> Result<(), WriteError> {
-    for key in LISTS {
+fn write_lists(
+    w: &mut impl Write,
+    path: &Path,
+    records: &Path,
+    lists: &[&str],
+) -> Result<(), WriteError> {
+    for &key in lists {
         write!(w, ",\"{key}\":[").map_err(write_err(path))?;
         let mut first = true;
         let mut failed: Option<std::io::Error> = None;
@@ -186,6 +209,9 @@ fn setup_keys(m: &mut Map<String, Value>, summary: &Summary, spec: Option<&VllmR
     let cfg = &summary.config;
     let backend = match cfg["endpoint"].as_str().unwrap_or("chat") {
         "chat" => "openai-chat",
+        "embeddings" => "openai-embeddings",
+        "rerank" | "tei-rerank" => "vllm-rerank",
+        "score" => "vllm-score",
         _ => "openai",
     };
     let mut put = |k: &str, v: Value| {
@@ -256,6 +282,14 @@ fn aggregates(
     put("completed", json!(t.completed));
     put("failed", json!(t.failed));
     put("total_input_tokens", json!(t.input));
+    if summary.pooling.is_some() {
+        put("request_throughput", json!(per_s(t.completed as f64)));
+        put("total_token_throughput", json!(per_s(t.input as f64)));
+        for name in POOLING_METRICS {
+            metric_keys(&mut m, name, &f.e2e_ms, &percentiles);
+        }
+        return Ok(m);
+    }
     put("total_output_tokens", json!(t.output));
     put("request_throughput", json!(per_s(t.completed as f64)));
     let good = summary.throughput.good_fraction;
