@@ -5,6 +5,11 @@
 //! reports through a `ResponseSink`. It may not do I/O, await, or allocate per event once its
 //! buffers have grown; every buffer has a bound from `Limits`, and no input makes it panic.
 //!
+//! A 2xx non-streamed answer of a pooling endpoint (embeddings, rerank, score) is not
+//! gathered: `PooledScanner` reads its slices as they arrive, and its bytes are only counted
+//! against `Limits::max_body_bytes`. Every other 2xx JSON body is gathered whole (bounded
+//! the same way) and read at its end.
+//!
 //! Non-2xx responses: the sink gets `head(status, ..)` and **no events**; the body is read
 //! to its end by its framing (and thrown away) so the connection can be reused. The status
 //! alone decides the record's outcome, so a server's error body cannot be miscounted as
@@ -13,7 +18,7 @@
 //! Bytes after the end of a response in the same feed (which a non-pipelining client never
 //! asked for) make `keep_alive` false: the connection's framing can no longer be trusted.
 
-use crate::extract::{EventInfo, ExtractError, Extractor};
+use crate::extract::{EventInfo, ExtractError, Extractor, PooledScanner};
 use crate::http::chunked::{ChunkError, ChunkedDecoder};
 use crate::record::request_id::HEADER as REQUEST_ID_HEADER;
 use crate::record::Outcome;
@@ -83,7 +88,7 @@ pub enum ResponseError {
     /// An SSE event's `data` is not a JSON object (nor `[DONE]`).
     #[error("bad SSE event: {0}")]
     BadEvent(ExtractError),
-    /// A non-streamed body is not a JSON object.
+    /// A non-streamed body is not a JSON object (or not a valid pooling answer).
     #[error("bad JSON body: {0}")]
     BadBody(ExtractError),
     /// One SSE event longer than `Limits::max_event_bytes`.
@@ -147,6 +152,8 @@ enum Framing {
 enum BodyKind {
     Sse,
     Json,
+    /// A pooling endpoint's JSON answer, scanned as it arrives.
+    Pooled,
     /// Non-2xx: read to the end by framing, then dropped.
     Discard,
 }
@@ -184,6 +191,10 @@ pub struct ResponseParser {
     /// A non-streamed body, gathered whole (≤ `max_body_bytes`).
     json: Vec<u8>,
     extractor: Extractor,
+    /// Reads a pooling answer as it arrives (`BodyKind::Pooled`).
+    pooled: PooledScanner,
+    /// Bytes of the pooling answer so far (≤ `max_body_bytes`).
+    pooled_bytes: usize,
 }
 
 impl ResponseParser {
@@ -208,6 +219,8 @@ impl ResponseParser {
             sse: SseSplitter::new(limits.max_event_bytes),
             json: Vec::new(),
             extractor: Extractor::for_endpoint(endpoint),
+            pooled: PooledScanner::new(endpoint),
+            pooled_bytes: 0,
         }
     }
 
@@ -221,6 +234,8 @@ impl ResponseParser {
         self.chunked.reset();
         self.sse.reset();
         self.json.clear();
+        self.pooled.reset();
+        self.pooled_bytes = 0;
     }
 
     /// Hand each event's generated text to the sink (for a client-side token count).
@@ -381,6 +396,7 @@ impl ResponseParser {
             // No content: nothing to extract, and not a stream to judge.
             204 | 304 => BodyKind::Discard,
             200..=299 if head.sse => BodyKind::Sse,
+            200..=299 if !self.extractor.endpoint().generates() => BodyKind::Pooled,
             200..=299 => BodyKind::Json,
             _ => BodyKind::Discard,
         };
@@ -445,6 +461,14 @@ impl ResponseParser {
                 self.json.extend_from_slice(piece);
                 Ok(())
             }
+            BodyKind::Pooled => {
+                self.pooled_bytes += piece.len();
+                if self.pooled_bytes > self.limits.max_body_bytes {
+                    return Err(ResponseError::BodyTooLarge);
+                }
+                self.pooled.push(piece);
+                Ok(())
+            }
             BodyKind::Sse => {
                 let extractor = &mut self.extractor;
                 self.sse.push(piece, |payload| {
@@ -474,6 +498,9 @@ impl ResponseParser {
             if !self.extractor.text().is_empty() {
                 sink.text(self.extractor.text());
             }
+        } else if self.kind == BodyKind::Pooled {
+            let ev = self.pooled.finish().map_err(ResponseError::BadBody)?;
+            sink.event(&ev);
         }
         self.phase = Phase::Done;
         self.keep_alive &= clean_end;

@@ -29,6 +29,7 @@ mod k8s;
 mod layout;
 mod osl;
 mod outputs;
+mod parser_apis;
 mod parser_fixtures;
 mod progress;
 mod prometheus;

@@ -11,10 +11,10 @@ use ringbench::http::{Limits, Progress, ResponseError, ResponseParser, ResponseS
 
 /// Everything a response produced, in order.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct Trace {
-    heads: Vec<(u16, bool)>,
-    events: Vec<EventInfo>,
-    end: Option<Result<Progress, ResponseError>>,
+pub(crate) struct Trace {
+    pub(crate) heads: Vec<(u16, bool)>,
+    pub(crate) events: Vec<EventInfo>,
+    pub(crate) end: Option<Result<Progress, ResponseError>>,
 }
 
 impl ResponseSink for Trace {
@@ -27,10 +27,10 @@ impl ResponseSink for Trace {
 }
 
 impl Trace {
-    fn tokens(&self) -> usize {
+    pub(crate) fn tokens(&self) -> usize {
         self.events.iter().filter(|e| e.carries_token()).count()
     }
-    fn content_bytes(&self) -> u32 {
+    pub(crate) fn content_bytes(&self) -> u32 {
         self.events.iter().map(|e| e.content_bytes).sum()
     }
     fn usage(&self) -> Vec<Usage> {
@@ -45,7 +45,7 @@ impl Trace {
 }
 
 /// Feed `reads` in order to one parser (reused: reset first), then eof if not yet done.
-fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trace {
+pub(crate) fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trace {
     p.reset();
     let mut t = Trace::default();
     for read in reads {
@@ -61,7 +61,7 @@ fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trac
 }
 
 /// A small seeded generator (splitmix64) so a failing cut can be replayed exactly.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -71,7 +71,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Read sizes biased to small (1..=16) with some large ones, as sockets deliver.
-    fn cut_sizes(&mut self, total: usize) -> Vec<usize> {
+    pub(crate) fn cut_sizes(&mut self, total: usize) -> Vec<usize> {
         let mut sizes = Vec::new();
         let mut left = total;
         while left > 0 {
@@ -568,6 +568,35 @@ mod steady_state {
         assert_eq!(
             allocs, 0,
             "allocations in the second pass over every fixture"
+        );
+    }
+
+    /// The other APIs' captures too, each through a parser for the endpoint it answered
+    /// (pooling answers through the scanner, which never gathers the body).
+    #[test]
+    fn the_other_apis_allocate_nothing_once_warm() {
+        let captures = crate::parser_apis::captures();
+        let mut parsers: Vec<ResponseParser> = captures
+            .iter()
+            .map(|c| ResponseParser::for_endpoint(Limits::default(), c.endpoint))
+            .collect();
+        let mut pass = |out: &mut Vec<u64>| {
+            for (c, p) in captures.iter().zip(parsers.iter_mut()) {
+                for size in [c.wire.len(), 7, 1] {
+                    out.push(run(p, &c.wire, size));
+                }
+            }
+        };
+        let mut warm = Vec::with_capacity(captures.len() * 3);
+        pass(&mut warm);
+        let mut again = Vec::with_capacity(warm.len());
+        let before = ALLOCS.with(Cell::get);
+        pass(&mut again);
+        let allocs = ALLOCS.with(Cell::get) - before;
+        assert_eq!(again, warm);
+        assert_eq!(
+            allocs, 0,
+            "allocations in the second pass over every capture"
         );
     }
 }
