@@ -3,16 +3,49 @@
 //! with reused buffers; stack.md's proof measured ≈280 ns), and `ResponseParser::feed` on
 //! (a) a coalesced 16-event chunked response in one read and (b) the captured vLLM
 //! `chat_stream_usage_64` fixture in one read: head + chunked + SSE + JSON per event.
-//! Reported per event (`Throughput::Elements`).
+//! Reported per event (`Throughput::Elements`). The other APIs: a vLLM Responses
+//! `response.output_text.delta` event and a Messages `content_block_delta` through
+//! `Extractor::event`, and an 8 x 1,024-float embeddings body (~170 KB) through
+//! `PooledScanner` in 16 KiB slices (per body).
 
 use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringbench::extract::{EventInfo, Extractor};
+use ringbench::extract::{EventInfo, Extractor, PooledScanner};
 use ringbench::http::{Limits, Progress, ResponseParser, ResponseSink};
+use ringbench::plan::Endpoint;
 
 const CHUNK: &str = r#"{"id":"chatcmpl-bcbfaef0df3c593b","object":"chat.completion.chunk","created":1795959947,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" more"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#;
+
+const RESPONSES_DELTA: &str = r#"{"content_index":0,"delta":"chinggrund","item_id":"msg_ba38691dbb603cc9","logprobs":[],"output_index":0,"sequence_number":5,"type":"response.output_text.delta"}"#;
+
+const MESSAGES_DELTA: &str =
+    r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"els"},"index":0}"#;
+
+/// An embeddings answer of `inputs` vectors of `dims` floats, as vLLM writes it.
+fn embeddings_body(inputs: usize, dims: usize) -> Vec<u8> {
+    let mut body =
+        String::from(r#"{"id":"embd-1","object":"list","created":1,"model":"m","data":["#);
+    for i in 0..inputs {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&format!(
+            r#"{{"index":{i},"object":"embedding","embedding":["#
+        ));
+        for d in 0..dims {
+            if d > 0 {
+                body.push(',');
+            }
+            // 17-20 characters a float, as a real answer's.
+            body.push_str(&format!("{:.17}", -0.5 + (d * 7919 % 1000) as f64 / 997.0));
+        }
+        body.push_str("]}");
+    }
+    body.push_str(r#"],"usage":{"prompt_tokens":50,"total_tokens":50}}"#);
+    body.into_bytes()
+}
 
 /// Counts events so the work cannot be optimised away.
 #[derive(Default)]
@@ -60,6 +93,38 @@ fn bench_extract(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function("vllm_chunk_215_bytes", |b| {
         b.iter(|| x.event(black_box(CHUNK.as_bytes())))
+    });
+    let mut r = Extractor::for_endpoint(Endpoint::Responses);
+    assert_eq!(
+        r.event(RESPONSES_DELTA.as_bytes()).map(|e| e.content_bytes),
+        Ok(10)
+    );
+    g.bench_function("responses_output_text_delta", |b| {
+        b.iter(|| r.event(black_box(RESPONSES_DELTA.as_bytes())))
+    });
+    let mut m = Extractor::for_endpoint(Endpoint::Messages);
+    assert_eq!(
+        m.event(MESSAGES_DELTA.as_bytes()).map(|e| e.content_bytes),
+        Ok(3)
+    );
+    g.bench_function("messages_content_block_delta", |b| {
+        b.iter(|| m.event(black_box(MESSAGES_DELTA.as_bytes())))
+    });
+    g.finish();
+
+    let body = embeddings_body(8, 1024);
+    let mut s = PooledScanner::new(Endpoint::Embeddings);
+    let mut scan = |body: &[u8]| {
+        s.reset();
+        body.chunks(16 * 1024).for_each(|slice| s.push(slice));
+        s.finish()
+    };
+    let e = scan(&body).expect("a valid answer");
+    assert_eq!((e.items, e.vector_len), (8, 1024));
+    let mut g = c.benchmark_group("pooled");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("embeddings_8x1024_floats", |b| {
+        b.iter(|| scan(black_box(&body)))
     });
     g.finish();
 }

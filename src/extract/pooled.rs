@@ -186,6 +186,16 @@ impl PooledScanner {
             match self.state {
                 State::Failed => return,
                 State::Str { key } => i += self.string_run(&data[i..], key),
+                // A float's digits after its first are most of a vector's bytes: skipped in
+                // a run (a fraction's or exponent's digits change no state).
+                State::Number(Num::Frac | Num::Exp) => {
+                    let run = data[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                    if run == 0 {
+                        self.byte(data[i]);
+                        i += 1;
+                    }
+                    i += run;
+                }
                 _ => {
                     self.byte(data[i]);
                     i += 1;
