@@ -15,6 +15,7 @@
 
 mod support;
 
+mod apis;
 mod cancel;
 mod cli_gate;
 mod compat;
