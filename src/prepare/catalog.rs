@@ -489,7 +489,8 @@ fn messages_span(plan: &Plan, p: &Prompt, body: &[u8]) -> Option<Span> {
     let array = match &p.messages {
         Some(m) => serde_json::to_vec(m).ok()?,
         None => {
-            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": p.text }])).ok()?
+            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": user_content(p) }]))
+                .ok()?
         }
     };
     let key = b"\"messages\":";
@@ -536,7 +537,7 @@ pub fn request_body(plan: &Plan, model: &str, prompt: &Prompt) -> Vec<u8> {
             body.insert("messages".into(), messages.clone());
         }
         (Endpoint::Chat, None) => {
-            let msg = serde_json::json!([{ "role": "user", "content": prompt.text }]);
+            let msg = serde_json::json!([{ "role": "user", "content": user_content(prompt) }]);
             body.insert("messages".into(), msg);
         }
         (Endpoint::Completions, _) => {
@@ -566,6 +567,22 @@ pub fn request_body(plan: &Plan, model: &str, prompt: &Prompt) -> Vec<u8> {
         body.extend(extra.clone());
     }
     serde_json::to_vec(&serde_json::Value::Object(body)).expect("a JSON map always serializes")
+}
+
+/// A chat prompt's user message `content`: its text, or with images OpenAI's content parts,
+/// the text then each image as an `image_url` part.
+fn user_content(prompt: &Prompt) -> serde_json::Value {
+    if prompt.images.is_empty() {
+        return prompt.text.as_str().into();
+    }
+    let mut parts = vec![serde_json::json!({ "type": "text", "text": prompt.text })];
+    parts.extend(
+        prompt
+            .images
+            .iter()
+            .map(|url| serde_json::json!({ "type": "image_url", "image_url": { "url": &**url } })),
+    );
+    parts.into()
 }
 
 /// What a request to `route` on a server starts with: its request line (under the server's
