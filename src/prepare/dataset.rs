@@ -694,6 +694,44 @@ mod tests {
     }
 
     #[test]
+    fn jsonl_images_are_read_before_the_run_or_passed_through() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let p = write("img.jsonl", "");
+        let dir = p.parent().unwrap();
+        std::fs::write(dir.join("pic.png"), png).unwrap();
+        std::fs::write(dir.join("pic.txt"), "words").unwrap();
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"prompt\":\"a\",\"image\":\"pic.png\"}\n",
+                "{\"prompt\":\"b\",\"images\":[\"https://x.test/p.jpg\",\"pic.png\"]}\n",
+                "{\"prompt\":\"c\"}\n",
+            ),
+        )
+        .unwrap();
+        let d = items(load(&spec(DatasetKind::Jsonl, p.clone()), false));
+        let url = image::data_url(png).unwrap();
+        assert_eq!(d.items[0].images, std::slice::from_ref(&url));
+        assert_eq!(d.items[1].images, ["https://x.test/p.jpg".into(), url]);
+        assert!(d.items[2].images.is_empty());
+        let cases = [
+            ("{\"prompt\":\"a\",\"image\":\"pic.txt\"}\n", "not a PNG"),
+            ("{\"prompt\":\"a\",\"images\":[\"gone.png\"]}\n", "gone.png"),
+            (
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"image\":\"pic.png\"}\n",
+                "not with \"messages\"",
+            ),
+        ];
+        for (i, (text, want)) in cases.iter().enumerate() {
+            let bad = write(&format!("badimg{i}.jsonl"), text);
+            let e = load(&spec(DatasetKind::Jsonl, bad), false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(" line 1: ") && e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
     fn bad_input_names_file_line_and_problem() {
         let cases = [
             (
