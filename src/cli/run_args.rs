@@ -193,11 +193,12 @@ pub struct RunArgs {
     /// Prompts from a file (see --dataset-format)
     #[arg(long, value_name = "PATH", help_heading = h::WORKLOAD)]
     pub dataset: Option<PathBuf>,
-    /// sharegpt, jsonl, logs or hf [default: sharegpt for .json, hf for .parquet, else jsonl]
+    /// sharegpt, jsonl, logs or hf [default: by the file's extension]
     ///
     /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens, image/images),
     /// logs (prompt_tokens, completion_tokens) or hf (a Hugging Face dataset ORG/NAME in the
-    /// local cache, or Parquet files; see --hf-split).
+    /// local cache, or Parquet files; see --hf-split) [default: sharegpt for .json, hf for
+    /// .parquet, else jsonl].
     #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true, requires = "dataset", help_heading = h::WORKLOAD)]
     pub dataset_format: Option<ringbench::plan::workload::DatasetKind>,
     /// Order of the dataset's items: sequential, random or shuffle (seeded)
