@@ -46,10 +46,10 @@ pub struct VllmFlags {
         conflicts_with = "request_count"
     )]
     pub num_prompts: Option<u64>,
-    /// vLLM: random, sharegpt, custom (JSONL with prompt) or prefix_repetition [random].
+    /// vLLM: random, sharegpt, custom (JSONL with prompt), prefix_repetition or hf [random].
     #[arg(hide_short_help = true, long, value_name = "NAME")]
     pub dataset_name: Option<String>,
-    /// vLLM: the dataset file of sharegpt or custom (ringbench's --dataset).
+    /// vLLM: the dataset file of sharegpt or custom, hf's ORG/NAME (ringbench's --dataset).
     #[arg(
         hide_short_help = true,
         long,
@@ -92,6 +92,14 @@ pub struct VllmFlags {
         conflicts_with = "output_tokens"
     )]
     pub custom_output_len: Option<u32>,
+    /// vLLM: max_tokens of hf prompts [vLLM's 128].
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "N",
+        conflicts_with = "output_tokens"
+    )]
+    pub hf_output_len: Option<u32>,
     /// vLLM: prefix_repetition's prefix length [256].
     #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_prefix_len: Option<u32>,
@@ -353,14 +361,19 @@ pub const TABLE: &[Row] = rows! {
     V "--request-rate" Mapped "ours; `inf` (vLLM's default) sends all at once: a closed loop of `--max-concurrency` users, or one per prompt" ["--request-rate", "inf", "--num-prompts", "10"];
     V "--max-concurrency" Mapped "ours (cap on an open loop); with `inf`, the closed loop's users" ["--request-rate", "inf", "--max-concurrency", "4"];
     V "--burstiness" Mapped "gamma arrivals of that shape (1 = Poisson), no `--arrival` needed; ignored with `inf` as vLLM does" ["--request-rate", "5", "--burstiness", "0.5"];
-    V "--dataset-name" Mapped "`random` (default), `sharegpt`, `custom` (JSONL `prompt`), `prefix_repetition`; others refused" ["--dataset-name", "random"];
-    V "--dataset-path" Mapped "`--dataset` (sharegpt: `--dataset-format sharegpt`; custom: `jsonl`)" ["--dataset-name", "sharegpt", "--dataset-path", "d.json"];
+    V "--dataset-name" Mapped "`random` (default), `sharegpt`, `custom` (JSONL `prompt`), `prefix_repetition`, `hf` (`--dataset-format hf`: a Hugging Face dataset's Parquet files, read offline, images included); others refused" ["--dataset-name", "random"];
+    V "--dataset-path" Mapped "`--dataset` (sharegpt: `--dataset-format sharegpt`; custom: `jsonl`; hf: `ORG/NAME` in the local Hugging Face cache, never downloaded, or a Parquet file or folder)" ["--dataset-name", "sharegpt", "--dataset-path", "d.json"];
     V "--random-input-len" Mapped "`--input-tokens` (vLLM's 1024 by default), plus `--random-prefix-len`" ["--random-input-len", "100"];
     V "--random-output-len" Mapped "`--output-tokens` (vLLM's 128 by default)" ["--random-output-len", "16"];
     V "--random-range-ratio" Same "uniform lengths in [N·(1−R), N·(1+R)] around both lengths" ["--random-range-ratio", "0.5"];
     V "--random-prefix-len" Mapped "one shared prefix: `--prefix-groups 1 --prefix-tokens N`, on top of the random length" ["--random-prefix-len", "32"];
     V "--sharegpt-output-len" Mapped "`--output-tokens` (default: the dataset's answers)" ["--dataset-name", "sharegpt", "--dataset-path", "d.json", "--sharegpt-output-len", "64"];
     V "--custom-output-len" Mapped "`--output-tokens` (vLLM's 256 by default)" ["--dataset-name", "custom", "--dataset-path", "d.jsonl", "--custom-output-len", "64"];
+    V "--hf-split" Same "the split read (`train`…), from the files' names as the Hub lays them out; the only one by default" ["--dataset-name", "hf", "--dataset-path", "org/d", "--hf-split", "train"];
+    V "--hf-subset" Same "the subset (config folder) read; `default` or the only one by default" ["--dataset-name", "hf", "--dataset-path", "org/d", "--hf-subset", "en"];
+    V "--hf-output-len" Mapped "`--output-tokens` (vLLM's 128 by default)" ["--dataset-name", "hf", "--dataset-path", "org/d", "--hf-output-len", "64"];
+    V "--hf-prompt-column" Same "ours: the prompt's column (default: `conversation`, `conversations`, `messages`, `prompt`, `text` or `instruction`; a conversation's first user message)" ["--dataset-name", "hf", "--dataset-path", "org/d", "--hf-prompt-column", "q"];
+    V "--hf-image-column" Same "ours: the images' column (default: `images` or `image`); the first image goes with the prompt as a `data:` URL" ["--dataset-name", "hf", "--dataset-path", "org/d", "--hf-image-column", "img"];
     V "--prefix-repetition-prefix-len" Mapped "`--prefix-tokens` (256)" ["--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "64"];
     V "--prefix-repetition-suffix-len" Mapped "prompt = prefix + this (256)" ["--dataset-name", "prefix_repetition", "--prefix-repetition-suffix-len", "64"];
     V "--prefix-repetition-num-prefixes" Mapped "`--prefix-groups` (10)" ["--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "4"];
@@ -425,6 +438,8 @@ const VLLM_NUM_PROMPTS: u64 = 1000;
 const VLLM_INPUT_LEN: u32 = 1024;
 const VLLM_OUTPUT_LEN: u32 = 128;
 const VLLM_CUSTOM_OUTPUT_LEN: u32 = 256;
+/// vLLM's `max_tokens` for hf datasets (its VisionArena loader's).
+const VLLM_HF_OUTPUT_LEN: u32 = 128;
 
 impl VllmFlags {
     /// The line is a vLLM line, so vLLM's defaults apply: it names where to send
@@ -643,7 +658,13 @@ fn dataset(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
     let path = || match &v.dataset_path {
         Some(p) => Ok(p.clone()),
         None => usage(format!(
-            "--dataset-name {name} needs --dataset-path FILE (the dataset's file)"
+            "--dataset-name {name} needs --dataset-path {} (the dataset's {})",
+            if name == "hf" { "ORG/NAME" } else { "FILE" },
+            if name == "hf" {
+                "id, or a Parquet file or folder"
+            } else {
+                "file"
+            }
         )),
     };
     match name {
@@ -674,6 +695,12 @@ fn dataset(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
             let out = v.custom_output_len.or(o.output_tokens);
             o.output_tokens = out.or(Some(VLLM_CUSTOM_OUTPUT_LEN));
         }
+        "hf" => {
+            o.dataset = Some(path()?);
+            o.dataset_format = Some(ringbench::plan::workload::DatasetKind::Hf);
+            let out = v.hf_output_len.or(o.output_tokens);
+            o.output_tokens = out.or(Some(VLLM_HF_OUTPUT_LEN));
+        }
         "prefix_repetition" => {
             let prefix = v.prefix_repetition_prefix_len.unwrap_or(256);
             let suffix = v.prefix_repetition_suffix_len.unwrap_or(256);
@@ -685,8 +712,8 @@ fn dataset(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
         other => {
             return usage(format!(
                 "--dataset-name {other}: ringbench reads random, sharegpt, custom (JSONL with \
-                 a prompt field) and prefix_repetition; for another file use --dataset PATH \
-                 --dataset-format jsonl"
+                 a prompt field), prefix_repetition and hf (Parquet, from the local Hugging \
+                 Face cache); for another file use --dataset PATH --dataset-format jsonl"
             ))
         }
     }

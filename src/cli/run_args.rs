@@ -199,15 +199,19 @@ pub struct RunArgs {
     /// Prompts from a file (see --dataset-format)
     #[arg(long, value_name = "PATH", help_heading = h::WORKLOAD)]
     pub dataset: Option<PathBuf>,
-    /// sharegpt, jsonl or logs [default: sharegpt for .json, else jsonl]
+    /// sharegpt, jsonl, logs or hf [default: by the file's extension]
     ///
-    /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens) or logs
-    /// (prompt_tokens, completion_tokens).
+    /// sharegpt (JSON), jsonl (prompt or messages, optional output_tokens, image/images),
+    /// logs (prompt_tokens, completion_tokens) or hf (a Hugging Face dataset ORG/NAME in the
+    /// local cache, or Parquet files; see --hf-split) [default: sharegpt for .json, hf for
+    /// .parquet, else jsonl].
     #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true, requires = "dataset", help_heading = h::WORKLOAD)]
     pub dataset_format: Option<ringbench::plan::workload::DatasetKind>,
     /// Order of the dataset's items: sequential, random or shuffle (seeded)
     #[arg(long, value_enum, value_name = "ORDER", hide_possible_values = true, default_value = "sequential", requires = "dataset", hide_short_help = true, help_heading = h::WORKLOAD)]
     pub dataset_sampling: ringbench::plan::workload::Sampling,
+    #[command(flatten)]
+    pub hf: super::workload_args::HfFlags,
     /// Shared system prefixes: G groups (with --prefix-tokens)
     #[arg(long, value_name = "G", requires = "prefix_tokens", help_heading = h::WORKLOAD)]
     pub prefix_groups: Option<u32>,

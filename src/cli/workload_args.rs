@@ -1,14 +1,35 @@
 //! Part of the CLI (raw flags → `Plan`): the workload flags (tokenizer, length distributions,
 //! dataset, shared prefixes, request options) turned into the `Plan`'s `WorkloadSpec`, and
-//! `--trace` into the plan's load. Files are read by `prepare` before the run — except the
+//! `--trace` into the plan's load, and the Hugging Face dataset flags (`HfFlags`). Files are read by `prepare` before the run — except the
 //! trace, which *is* the load (its times and count) and is read and checked once, here. A bad
 //! flag or trace is a `UsageError` naming it and the fix (exit code 2); rules between settings
 //! are `Plan::validate`'s.
 
+use super::run_args::heading as h;
 use super::{usage, RunArgs, UsageError};
+use clap::Args;
 use ringbench::plan::workload::LengthDist;
-use ringbench::plan::workload::{DatasetKind, DatasetSpec};
+use ringbench::plan::workload::{DatasetKind, DatasetSpec, HfSpec};
 use ringbench::plan::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
+
+/// A Hugging Face dataset's part and columns (`--dataset ORG/NAME --dataset-format hf`, or
+/// vLLM's `--dataset-name hf --dataset-path ORG/NAME`), spelled as vLLM spells them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HfFlags {
+    /// Hugging Face dataset: the split to read (train, test…) [the only one it has]
+    #[arg(long, value_name = "SPLIT", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub hf_split: Option<String>,
+    /// Hugging Face dataset: the subset (config) to read [default, or the only one]
+    #[arg(long, value_name = "NAME", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub hf_subset: Option<String>,
+    /// Hugging Face dataset: the prompt's column [conversation, conversations, messages,
+    /// prompt, text or instruction]
+    #[arg(long, value_name = "COLUMN", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub hf_prompt_column: Option<String>,
+    /// Hugging Face dataset: the images' column [images or image, when there is one]
+    #[arg(long, value_name = "COLUMN", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub hf_image_column: Option<String>,
+}
 
 pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
     let dist = |flag: &str, spec: &Option<String>| {
@@ -45,6 +66,7 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
         input,
         output,
         dataset: dataset_of(a),
+        hf: hf_of(a)?,
         prefix,
         request: request_of(a)?,
         prompt_salt: !a.no_prompt_salt,
@@ -87,17 +109,47 @@ pub fn trace_stop(
 
 fn dataset_of(a: &RunArgs) -> Option<DatasetSpec> {
     let path = a.dataset.clone()?;
-    let kind = a.dataset_format.unwrap_or_else(|| {
-        if path.extension().is_some_and(|e| e == "json") {
-            DatasetKind::Sharegpt
-        } else {
-            DatasetKind::Jsonl
-        }
-    });
+    let kind =
+        a.dataset_format
+            .unwrap_or_else(|| match path.extension().and_then(|e| e.to_str()) {
+                Some("json") => DatasetKind::Sharegpt,
+                Some("parquet") => DatasetKind::Hf,
+                _ => DatasetKind::Jsonl,
+            });
     Some(DatasetSpec {
         kind,
         path,
         sampling: a.dataset_sampling,
+    })
+}
+
+/// `--hf-*`: only with a Hugging Face dataset.
+fn hf_of(a: &RunArgs) -> Result<HfSpec, UsageError> {
+    let f = &a.hf;
+    let given = [
+        ("--hf-split", &f.hf_split),
+        ("--hf-subset", &f.hf_subset),
+        ("--hf-prompt-column", &f.hf_prompt_column),
+        ("--hf-image-column", &f.hf_image_column),
+    ];
+    let hf = dataset_of(a).is_some_and(|d| d.kind == DatasetKind::Hf);
+    if let Some((flag, _)) = given.iter().find(|(_, v)| v.is_some()).filter(|_| !hf) {
+        return usage(format!(
+            "{flag} reads a Hugging Face dataset: give --dataset-name hf --dataset-path ORG/NAME \
+             (or --dataset ORG/NAME --dataset-format hf)"
+        ));
+    }
+    if let Some((flag, _)) = given
+        .iter()
+        .find(|(_, v)| v.as_deref().is_some_and(|v| v.trim().is_empty()))
+    {
+        return usage(format!("{flag}: give a name"));
+    }
+    Ok(HfSpec {
+        split: f.hf_split.clone(),
+        subset: f.hf_subset.clone(),
+        prompt_column: f.hf_prompt_column.clone(),
+        image_column: f.hf_image_column.clone(),
     })
 }
 
@@ -190,6 +242,51 @@ mod tests {
         );
         let p = plan(&["--dataset", "d.json", "--output-tokens", "64"]).unwrap();
         assert_eq!(p.workload.output, Some(LengthDist::Fixed { tokens: 64 }));
+    }
+
+    #[test]
+    fn hf_flags_go_with_a_hugging_face_dataset_only() {
+        use ringbench::plan::workload::DatasetKind;
+        let p = plan(&[
+            "--dataset",
+            "org/name",
+            "--dataset-format",
+            "hf",
+            "--hf-split",
+            "train",
+            "--hf-subset",
+            "en",
+            "--hf-prompt-column",
+            "q",
+            "--hf-image-column",
+            "pics",
+        ])
+        .unwrap();
+        assert_eq!(p.workload.dataset.as_ref().unwrap().kind, DatasetKind::Hf);
+        let hf = &p.workload.hf;
+        assert_eq!(
+            (hf.split.as_deref(), hf.subset.as_deref()),
+            (Some("train"), Some("en"))
+        );
+        assert_eq!(
+            (hf.prompt_column.as_deref(), hf.image_column.as_deref()),
+            (Some("q"), Some("pics"))
+        );
+        let p = plan(&["--dataset", "d/train.parquet"]).unwrap();
+        assert_eq!(p.workload.dataset.unwrap().kind, DatasetKind::Hf);
+        for flag in [
+            "--hf-split",
+            "--hf-subset",
+            "--hf-prompt-column",
+            "--hf-image-column",
+        ] {
+            let e = plan(&[flag, "x"]).unwrap_err();
+            assert!(e.contains(flag) && e.contains("--dataset-name hf"), "{e}");
+            let e = plan(&["--dataset", "d.json", flag, "x"]).unwrap_err();
+            assert!(e.contains(flag), "{e}");
+            let e = plan(&["--dataset", "d.parquet", flag, " "]).unwrap_err();
+            assert!(e.contains(flag) && e.contains("give a name"), "{e}");
+        }
     }
 
     #[test]

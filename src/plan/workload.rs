@@ -48,6 +48,8 @@ pub struct WorkloadSpec {
     pub output: Option<LengthDist>,
     /// Prompts from a file (`--dataset`); `None`: synthetic prompts.
     pub dataset: Option<DatasetSpec>,
+    /// Which part of a Hugging Face dataset (`DatasetKind::Hf`) is read, and which columns.
+    pub hf: HfSpec,
     /// Shared system prefixes (`--prefix-groups`, `--prefix-tokens`); `None`: none.
     pub prefix: Option<PrefixSpec>,
     /// Fields added to every request body.
@@ -70,6 +72,7 @@ impl Default for WorkloadSpec {
             input: None,
             output: None,
             dataset: None,
+            hf: HfSpec::default(),
             prefix: None,
             request: RequestOptions::default(),
             prompt_salt: true,
@@ -91,6 +94,25 @@ pub enum DatasetKind {
     Jsonl,
     /// Production request log, one JSON object a line: `prompt_tokens`, `completion_tokens`.
     Logs,
+    /// A Hugging Face dataset's Parquet files: `ORG/NAME` read from the local Hugging Face
+    /// cache (never downloaded), or a local folder or Parquet file; its images sent along.
+    Hf,
+}
+
+/// A Hugging Face dataset's split, subset and columns (`--hf-split`, `--hf-subset`,
+/// `--hf-prompt-column`, `--hf-image-column`); `None`: found from the files and the schema.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HfSpec {
+    /// The split (`train`, `test`…): the files whose names say it.
+    pub split: Option<String>,
+    /// The subset (the dataset's config): the files under its folder.
+    pub subset: Option<String>,
+    /// The prompt's column; `None`: the first of `conversation`, `conversations`,
+    /// `messages`, `prompt`, `text`, `instruction` the files have.
+    pub prompt_column: Option<String>,
+    /// The images' column; `None`: `images` or `image` when the files have one.
+    pub image_column: Option<String>,
 }
 
 /// How items are picked for the catalog.
@@ -130,6 +152,7 @@ impl DatasetSpec {
             DatasetKind::Sharegpt => "ShareGPT",
             DatasetKind::Jsonl => "JSONL",
             DatasetKind::Logs => "request-log lengths with synthetic text",
+            DatasetKind::Hf => "Hugging Face dataset",
         };
         let sampling = match self.sampling {
             Sampling::Sequential => "sequential",

@@ -511,7 +511,8 @@ fn messages_span(plan: &Plan, p: &Prompt, body: &[u8]) -> Option<Span> {
     let array = match &p.messages {
         Some(m) => serde_json::to_vec(m).ok()?,
         None => {
-            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": p.text }])).ok()?
+            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": user_content(p) }]))
+                .ok()?
         }
     };
     let key = b"\"messages\":";
@@ -596,9 +597,15 @@ pub fn request_body(plan: &Plan, model: &str, inputs: &[Prompt]) -> Vec<u8> {
         Some(m) => m.clone(),
         None => json!([{ "role": "user", "content": prompt.text }]),
     };
+    // A dataset's images go as OpenAI's content parts: chat only so far (Responses'
+    // `input_image` and Anthropic's `image` blocks are not sent yet).
     match plan.endpoint {
         Endpoint::Chat => {
-            body.insert("messages".into(), messages());
+            let m = match &prompt.messages {
+                Some(m) => m.clone(),
+                None => json!([{ "role": "user", "content": user_content(prompt) }]),
+            };
+            body.insert("messages".into(), m);
         }
         Endpoint::Completions => {
             body.insert("prompt".into(), prompt.text.as_str().into());
@@ -755,6 +762,22 @@ fn insert_tools(plan: &Plan, body: &mut serde_json::Map<String, serde_json::Valu
     if let Some(choice) = choice {
         body.insert("tool_choice".into(), choice);
     }
+}
+
+/// A chat prompt's user message `content`: its text, or with images OpenAI's content parts,
+/// the text then each image as an `image_url` part.
+fn user_content(prompt: &Prompt) -> serde_json::Value {
+    if prompt.images.is_empty() {
+        return prompt.text.as_str().into();
+    }
+    let mut parts = vec![serde_json::json!({ "type": "text", "text": prompt.text })];
+    parts.extend(
+        prompt
+            .images
+            .iter()
+            .map(|url| serde_json::json!({ "type": "image_url", "image_url": { "url": &**url } })),
+    );
+    parts.into()
 }
 
 /// What a request to `route` on a server starts with: its request line (under the server's

@@ -1,10 +1,12 @@
 //! Before the run (plan → **dataset** → workload → catalog …): prompt sources read from files —
-//! ShareGPT JSON, custom JSONL (`prompt` or `messages`, optional `output_tokens`; or one
-//! conversation a line, `{"turns": [...]}`) and production request logs (`prompt_tokens`,
-//! `completion_tokens`, replayed with synthetic text) — and the seeded choice of which items
+//! ShareGPT JSON, custom JSONL (`prompt` or `messages`, optional `output_tokens` and
+//! `image`/`images`; or one conversation a line, `{"turns": [...]}`) and production request
+//! logs (`prompt_tokens`, `completion_tokens`, replayed with synthetic text); Hugging Face
+//! datasets are `hf`'s — and the seeded choice of which items
 //! (or conversations) a run sends. Any problem stops the run before it starts, naming the
 //! file, the line and what is wrong. Never on the hot path; never prints.
 
+use super::image::{self, ImageUrl};
 use crate::plan::workload::DatasetKind;
 use crate::plan::workload::DatasetSpec;
 use crate::plan::workload::Sampling;
@@ -27,6 +29,9 @@ pub struct Item {
     pub output_tokens: Option<u32>,
     /// ShareGPT's answer, counted for the OSL when the run does not set one.
     pub answer: Option<String>,
+    /// Images sent with the prompt (chat only), as `image_url` URLs: `data:` URLs of files
+    /// read before the run, or `http(s)` URLs passed through.
+    pub images: Vec<ImageUrl>,
 }
 
 /// A dataset that cannot be used; the message names the file, the line and the problem.
@@ -79,6 +84,7 @@ pub fn load(spec: &DatasetSpec, conversations: bool) -> Result<Loaded, DatasetEr
             }
         }
         DatasetKind::Jsonl => jsonl(path, BufReader::new(file), conversations)?,
+        DatasetKind::Hf => unreachable!("a Hugging Face dataset is read by hf::load"),
         DatasetKind::Logs => {
             let mut items = vec![];
             for (n, line) in lines(path, BufReader::new(file)) {
@@ -113,7 +119,8 @@ fn jsonl(path: &Path, r: impl BufRead, conversations: bool) -> Result<Loaded, Da
     let (mut items, mut convs) = (vec![], vec![]);
     let mut first_kind = None;
     for (n, line) in lines(path, r) {
-        let line = jsonl_line(&line?).map_err(|why| err(path, Some(n), why))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let line = jsonl_line(&line?, dir).map_err(|why| err(path, Some(n), why))?;
         let kind = matches!(line, Line::Conversation(_));
         let (first_n, first) = *first_kind.get_or_insert((n, kind));
         if kind != first {
@@ -218,6 +225,7 @@ fn text_item(prompt: String, output_tokens: Option<u32>, answer: Option<String>)
         input_tokens: None,
         output_tokens,
         answer,
+        images: vec![],
     }
 }
 
@@ -227,6 +235,10 @@ struct JsonlLine {
     prompt: Option<String>,
     messages: Option<Vec<Message>>,
     output_tokens: Option<u32>,
+    /// An image sent with the prompt: a file (relative to the dataset's folder) or a URL.
+    image: Option<String>,
+    /// Images sent with the prompt, each as `image` is.
+    images: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -235,10 +247,22 @@ struct Message {
     content: String,
 }
 
-fn jsonl_item(line: &str) -> Result<Item, String> {
+fn jsonl_item(line: &str, dir: &Path) -> Result<Item, String> {
     let l: JsonlLine = serde_json::from_str(line).map_err(|e| {
-        format!("{e} (expected {{\"prompt\": \"...\"}} or {{\"messages\": [...]}}, optional \"output_tokens\")")
+        format!("{e} (expected {{\"prompt\": \"...\"}} or {{\"messages\": [...]}}, optional \"output_tokens\", \"image\", \"images\")")
     })?;
+    let names: Vec<String> = l
+        .image
+        .into_iter()
+        .chain(l.images.into_iter().flatten())
+        .collect();
+    if !names.is_empty() && l.messages.is_some() {
+        return Err("\"image\"/\"images\" go with \"prompt\" (the user message they are sent with), not with \"messages\"".into());
+    }
+    let images = names
+        .iter()
+        .map(|n| image::reference(n, dir))
+        .collect::<Result<Vec<_>, _>>()?;
     if l.output_tokens == Some(0) {
         return Err("output_tokens must be at least 1".into());
     }
@@ -264,6 +288,7 @@ fn jsonl_item(line: &str) -> Result<Item, String> {
         input_tokens: None,
         output_tokens: l.output_tokens,
         answer: None,
+        images,
     })
 }
 
@@ -275,13 +300,13 @@ enum Line {
 }
 
 /// A line with a `turns` key is a conversation, any other a single prompt.
-fn jsonl_line(line: &str) -> Result<Line, String> {
+fn jsonl_line(line: &str, dir: &Path) -> Result<Line, String> {
     let value: serde_json::Value = serde_json::from_str(line).map_err(|e| {
         format!("{e} (expected {{\"prompt\": \"...\"}}, {{\"messages\": [...]}} or {{\"turns\": [...]}})")
     })?;
     match value.get("turns") {
         Some(_) => conversation(value).map(Line::Conversation),
-        None => jsonl_item(line).map(Line::Single),
+        None => jsonl_item(line, dir).map(Line::Single),
     }
 }
 
@@ -388,6 +413,7 @@ fn log_item(line: &str) -> Result<Item, String> {
         input_tokens: Some(p as u32),
         output_tokens: Some(c as u32),
         answer: None,
+        images: vec![],
     })
 }
 
@@ -668,6 +694,44 @@ mod tests {
     }
 
     #[test]
+    fn jsonl_images_are_read_before_the_run_or_passed_through() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let p = write("img.jsonl", "");
+        let dir = p.parent().unwrap();
+        std::fs::write(dir.join("pic.png"), png).unwrap();
+        std::fs::write(dir.join("pic.txt"), "words").unwrap();
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"prompt\":\"a\",\"image\":\"pic.png\"}\n",
+                "{\"prompt\":\"b\",\"images\":[\"https://x.test/p.jpg\",\"pic.png\"]}\n",
+                "{\"prompt\":\"c\"}\n",
+            ),
+        )
+        .unwrap();
+        let d = items(load(&spec(DatasetKind::Jsonl, p.clone()), false));
+        let url = image::data_url(png).unwrap();
+        assert_eq!(d.items[0].images, std::slice::from_ref(&url));
+        assert_eq!(d.items[1].images, ["https://x.test/p.jpg".into(), url]);
+        assert!(d.items[2].images.is_empty());
+        let cases = [
+            ("{\"prompt\":\"a\",\"image\":\"pic.txt\"}\n", "not a PNG"),
+            ("{\"prompt\":\"a\",\"images\":[\"gone.png\"]}\n", "gone.png"),
+            (
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"image\":\"pic.png\"}\n",
+                "not with \"messages\"",
+            ),
+        ];
+        for (i, (text, want)) in cases.iter().enumerate() {
+            let bad = write(&format!("badimg{i}.jsonl"), text);
+            let e = load(&spec(DatasetKind::Jsonl, bad), false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(" line 1: ") && e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
     fn bad_input_names_file_line_and_problem() {
         let cases = [
             (
@@ -722,6 +786,7 @@ mod tests {
                     input_tokens: Some(i),
                     output_tokens: Some(1),
                     answer: None,
+                    images: vec![],
                 })
                 .collect(),
         };

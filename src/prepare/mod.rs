@@ -15,6 +15,8 @@
 
 pub mod catalog;
 pub mod dataset;
+pub mod hf;
+pub mod image;
 #[cfg(test)]
 mod length_tests;
 pub mod salt;
@@ -28,8 +30,8 @@ mod workload_tests;
 use self::dataset::{DatasetError, Item};
 use self::salt::{SaltAt, SaltPool};
 use self::tokenizer::{PromptTokenizer, TokenizerError};
-use crate::plan::workload::WorkloadSpec;
 use crate::plan::workload::{splitmix64, LengthDist};
+use crate::plan::workload::{DatasetKind, WorkloadSpec};
 use crate::plan::workload::{TraceLoad, TraceRequest};
 use crate::plan::{Load, Plan};
 use crate::summary::workload::Realized;
@@ -74,6 +76,9 @@ pub struct Prompt {
     pub messages: Option<serde_json::Value>,
     /// Where its salt is (the words of salt value 0 until a worker writes the request's).
     pub salt: Option<SaltAt>,
+    /// Images sent with it as `image_url` content parts after its text (chat only); they
+    /// count toward nothing in `input_tokens`.
+    pub images: Vec<image::ImageUrl>,
 }
 
 /// A tokenizer or a dataset that cannot be used as given (bad input: exit code 2); the
@@ -86,7 +91,14 @@ pub enum WorkloadError {
     /// `--dataset`: missing, unreadable, a bad line, or no usable item.
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    /// `--dataset-name hf`: not in the cache, no such split or column, a bad image.
+    #[error(transparent)]
+    Hf(#[from] hf::HfError),
 }
+
+/// Said after the input method when prompts carry images.
+pub const IMAGES_NOT_COUNTED: &str =
+    "; images are sent as image_url parts and counted in no input length";
 
 /// Everything the catalog needs, built before the run.
 #[derive(Debug)]
@@ -105,15 +117,25 @@ pub struct Prepared {
 pub const MAX_CONVERSATION_TURNS: usize = 16 * MAX_DISTINCT;
 
 /// The dataset's items, one per prompt; for a session run of a dataset's conversations,
-/// every kept conversation's turns one after the other, and each one's turn count.
+/// every kept conversation's turns one after the other, and each one's turn count. A Hugging
+/// Face dataset says in `read` what was read of it.
 #[allow(clippy::type_complexity)]
 fn dataset_items(
     plan: &Plan,
     d: &crate::plan::workload::DatasetSpec,
     n: usize,
+    read: &mut Option<String>,
 ) -> Result<(Option<Vec<Item>>, Option<Vec<u32>>), WorkloadError> {
     let sessions = plan.sessions.as_ref();
-    match dataset::load(d, sessions.is_some())? {
+    let loaded = match d.kind {
+        DatasetKind::Hf => {
+            let hf = hf::load(d, &plan.workload.hf, MAX_DISTINCT)?;
+            *read = Some(hf.described);
+            dataset::Loaded::Items(dataset::Dataset { items: hf.items })
+        }
+        _ => dataset::load(d, sessions.is_some())?,
+    };
+    match loaded {
         dataset::Loaded::Items(_) if sessions.is_some_and(|s| s.all_turns) => {
             Err(WorkloadError::Dataset(DatasetError {
                 path: d.path.clone(),
@@ -189,8 +211,9 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
             .collect::<Result<Vec<_>, _>>()?,
         None => vec![],
     };
+    let mut read = None;
     let (items, conversations) = match &spec.dataset {
-        Some(d) => dataset_items(plan, d, n)?,
+        Some(d) => dataset_items(plan, d, n, &mut read)?,
         None => (None, None),
     };
     // Conversations: one prompt per turn kept.
@@ -218,7 +241,13 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
     if let (Some(t), Some(pool)) = (&tok, &salt) {
         salt_keeps_lengths(t, pool, &prompts)?;
     }
+    if prompts.iter().any(|p| !p.images.is_empty()) {
+        images_need_chat(plan)?;
+    }
     let mut stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
+    if let Some(read) = read {
+        stats.source = format!("{}: {read}", stats.source);
+    }
     if let Some(turns) = &conversations {
         stats.source = format!(
             "{}: {} conversations, {} user turns in all",
@@ -233,6 +262,25 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
         salt,
         conversations,
     })
+}
+
+/// Prompts with images go to the chat endpoint only: the completions endpoint takes text.
+fn images_need_chat(plan: &Plan) -> Result<(), WorkloadError> {
+    let d = plan
+        .workload
+        .dataset
+        .as_ref()
+        .expect("images come from a dataset");
+    match plan.endpoint {
+        crate::plan::Endpoint::Chat => Ok(()),
+        _ => Err(WorkloadError::Dataset(DatasetError {
+            path: d.path.clone(),
+            line: None,
+            why: "its prompts carry images, which only the chat endpoint sends: give \
+                  --endpoint chat (vLLM's --backend openai-chat)"
+                .into(),
+        })),
+    }
 }
 
 /// A trace's prompts: what lines share is exactly what their `hash_ids` say. The nonce
@@ -479,6 +527,7 @@ impl Texts<'_> {
             group,
             messages,
             salt,
+            images: item.map_or(vec![], |i| i.images.clone()),
         })
     }
 }
@@ -505,6 +554,7 @@ fn trace_prompts(texts: &Texts, seed: u64, t: &TraceLoad) -> Result<Vec<Prompt>,
                 group: None,
                 messages: None,
                 salt: None,
+                images: vec![],
             })
         })
         .collect()
@@ -526,6 +576,10 @@ fn stats_of(
         ),
         (None, Some(d)) if d.has_text() => TEXT_METHOD.to_string(),
         (None, _) => SYNTHETIC_METHOD.to_string(),
+    };
+    let input_method = match prompts.iter().any(|p| !p.images.is_empty()) {
+        true => input_method + IMAGES_NOT_COUNTED,
+        false => input_method,
     };
     WorkloadStats {
         input_method,

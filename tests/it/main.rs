@@ -25,6 +25,7 @@ mod endpoints;
 mod engine;
 mod faults;
 mod help;
+mod hf_datasets;
 mod interrupt;
 mod k8s;
 mod layout;

@@ -6,4 +6,5 @@
 
 pub mod common;
 pub mod gpt2;
+pub mod parquet;
 pub mod trace;
