@@ -13,18 +13,21 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct ApiFlags {
-    /// Inputs per embeddings request, documents per rerank query, pairs per score request
-    /// [default: 1]
+    /// Inputs per pooling request (rerank: documents) [default: 1]
+    ///
+    /// For score, text_2 entries per request. At most 4096.
     #[arg(long, alias = "batch-size-text", value_name = "N", help_heading = h::ENDPOINT)]
     pub batch_size: Option<u32>,
     /// Embeddings' encoding_format: float or base64 [default: float]
     #[arg(long, value_name = "FORMAT", hide_possible_values = true, help_heading = h::ENDPOINT)]
     pub encoding_format: Option<EncodingFormat>,
-    /// Tools offered on every request: a JSON file holding OpenAI's tools array (or
-    /// Anthropic's shape); sent in the endpoint's own shape
+    /// A JSON file of tools offered on every request (OpenAI's array)
+    ///
+    /// Anthropic's shape (input_schema) and Responses' flat one are read too; each endpoint
+    /// gets them in its own shape.
     #[arg(long, value_name = "FILE", help_heading = h::ENDPOINT)]
     pub tools: Option<PathBuf>,
-    /// auto, required, none, or a tool's name (a forced call) [default: not sent]
+    /// auto, required, none, or a tool's name [default: not sent]
     #[arg(long, value_name = "CHOICE", help_heading = h::ENDPOINT)]
     pub tool_choice: Option<String>,
 }

@@ -79,10 +79,10 @@ pub struct RunArgs {
     /// choice is per conversation.
     #[arg(long, value_name = "POLICY", hide_possible_values = true, help_heading = h::TARGET)]
     pub url_policy: Option<ringbench::plan::UrlPolicy>,
-    /// chat, completions, responses, messages, embeddings, rerank, score, tei-rerank, or a
-    /// path like /v1/responses [default: chat]
+    /// chat, responses, messages, embeddings, rerank, ... [default: chat]
     ///
-    /// With vLLM's spellings on the line, vLLM's default: /v1/completions. rerank is
+    /// chat, completions, responses, messages, embeddings, rerank, score, tei-rerank, or a
+    /// path like /v1/responses. With vLLM's spellings on the line, vLLM's default: /v1/completions. rerank is
     /// /v1/rerank in the Jina/Cohere shape (vLLM, llama.cpp); tei-rerank is /rerank in
     /// Hugging Face TEI's.
     #[arg(long, value_name = "KIND|PATH", value_parser = parse_endpoint, help_heading = h::TARGET)]
