@@ -1000,6 +1000,7 @@ mod tests {
                 {"role": "user", "content": "again"}
             ])),
             salt: None,
+            images: Default::default(),
         };
         let body = |e: Endpoint, p: &Prompt| {
             let b = request_body(&plan_for(e), "m", std::slice::from_ref(p));
