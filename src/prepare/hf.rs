@@ -228,6 +228,18 @@ fn files(path: &Path, hf: &HfSpec) -> Result<(Vec<PathBuf>, Option<String>), HfE
             (f, subset, split)
         })
         .collect();
+    let (files, split) = pick(parts, hf, &shown)?;
+    Ok((files, Some(split)))
+}
+
+/// The files of `hf`'s subset and split among `parts` (each file's subset and split), and
+/// the split.
+#[allow(clippy::type_complexity)]
+fn pick(
+    parts: Vec<(PathBuf, Option<String>, String)>,
+    hf: &HfSpec,
+    shown: &str,
+) -> Result<(Vec<PathBuf>, String), HfError> {
     let subsets = distinct(parts.iter().map(|p| p.1.as_deref().unwrap_or("default")));
     let subset = match &hf.subset {
         Some(c) if subsets.contains(c) => c.clone(),
@@ -288,7 +300,7 @@ fn files(path: &Path, hf: &HfSpec) -> Result<(Vec<PathBuf>, Option<String>), HfE
         .filter(|p| p.2 == split)
         .map(|p| p.0)
         .collect();
-    Ok((files, Some(split)))
+    Ok((files, split))
 }
 
 /// The distinct values of `it`, in first-seen order.
@@ -330,6 +342,42 @@ fn column<'a>(
     }
 }
 
+/// The columns read from `file`: the prompt's and the images' (when there is one).
+fn columns(
+    root: &Type,
+    hf: &HfSpec,
+    file: &Path,
+) -> Result<(Arc<Type>, Option<Arc<Type>>), HfError> {
+    let prompt = column(
+        root,
+        hf.prompt_column.as_deref(),
+        "--hf-prompt-column",
+        &PROMPT_COLUMNS,
+        file,
+    )?
+    .ok_or_else(|| {
+        let have: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
+        err(
+            "--hf-prompt-column",
+            "(not given)",
+            format!(
+                "{} has none of the columns {} (its columns: {}): name the prompt's column",
+                file.display(),
+                PROMPT_COLUMNS.join(", "),
+                have.join(", ")
+            ),
+        )
+    })?;
+    let image = column(
+        root,
+        hf.image_column.as_deref(),
+        "--hf-image-column",
+        &IMAGE_COLUMNS,
+        file,
+    )?;
+    Ok((prompt.clone(), image.cloned()))
+}
+
 /// Reads `file`'s rows into `items` until there are `limit`.
 fn read_file(
     file: &Path,
@@ -355,39 +403,9 @@ fn read_file(
         .file_metadata()
         .schema_descr()
         .root_schema();
-    let prompt_col = column(
-        root,
-        hf.prompt_column.as_deref(),
-        "--hf-prompt-column",
-        &PROMPT_COLUMNS,
-        file,
-    )?
-    .ok_or_else(|| {
-        let have: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
-        err(
-            "--hf-prompt-column",
-            "(not given)",
-            format!(
-                "{} has none of the columns {} (its columns: {}): name the prompt's column",
-                file.display(),
-                PROMPT_COLUMNS.join(", "),
-                have.join(", ")
-            ),
-        )
-    })?
-    .clone();
-    let image_col = column(
-        root,
-        hf.image_column.as_deref(),
-        "--hf-image-column",
-        &IMAGE_COLUMNS,
-        file,
-    )?
-    .cloned();
-    let (prompt_name, image_name) = (
-        prompt_col.name().to_string(),
-        image_col.as_ref().map(|c| c.name().to_string()),
-    );
+    let (prompt_col, image_col) = columns(root, hf, file)?;
+    let prompt_name = prompt_col.name().to_string();
+    let image_name = image_col.as_ref().map(|c| c.name().to_string());
     let mut fields = vec![prompt_col];
     fields.extend(image_col);
     let projection = Type::group_type_builder(root.name())
@@ -400,47 +418,45 @@ fn read_file(
             break;
         }
         let row = row.map_err(bad)?;
-        let at = || format!("{} row {}", file.display(), n + 1);
-        let cell = |name: &str| row_field(&row, name);
-        let prompt = prompt_of(cell(&prompt_name)).map_err(|why| {
-            err(
-                "--hf-prompt-column",
-                &prompt_name,
-                format!("{}: {why}", at()),
-            )
-        })?;
-        let image = match &image_name {
-            Some(name) => image_of(cell(name))
-                .map_err(|why| err("--hf-image-column", name, format!("{}: {why}", at())))?,
-            None => None,
-        };
-        let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
-            continue;
-        };
-        let images = match image {
-            Some(bytes) => {
-                *with_image += 1;
-                let url = image::data_url(&bytes).map_err(|why| {
-                    err(
-                        "--hf-image-column",
-                        image_name.as_deref().unwrap_or_default(),
-                        format!("{}: {why}", at()),
-                    )
-                })?;
-                vec![url]
-            }
-            None => vec![],
-        };
-        items.push(Item {
-            prompt: Some(prompt),
-            messages: None,
-            input_tokens: None,
-            output_tokens: None,
-            answer: None,
-            images,
-        });
+        let at = format!("{} row {}", file.display(), n + 1);
+        let names = (prompt_name.as_str(), image_name.as_deref());
+        if let Some(item) = item_of(&row, names, &at)? {
+            *with_image += usize::from(!item.images.is_empty());
+            items.push(item);
+        }
     }
     Ok(())
+}
+
+/// A row as an item: its prompt (from column `names.0`) and first image (from `names.1`);
+/// `None` when it has no prompt. `at` names the file and row for errors.
+fn item_of(row: &Row, names: (&str, Option<&str>), at: &str) -> Result<Option<Item>, HfError> {
+    let (prompt_name, image_name) = names;
+    let prompt = prompt_of(row_field(row, prompt_name))
+        .map_err(|why| err("--hf-prompt-column", prompt_name, format!("{at}: {why}")))?;
+    let image_err = |why: &str| {
+        let name = image_name.unwrap_or_default();
+        err("--hf-image-column", name, format!("{at}: {why}"))
+    };
+    let image = match image_name {
+        Some(name) => image_of(row_field(row, name)).map_err(|why| image_err(&why))?,
+        None => None,
+    };
+    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let images = match image {
+        Some(bytes) => vec![image::data_url(&bytes).map_err(image_err)?],
+        None => vec![],
+    };
+    Ok(Some(Item {
+        prompt: Some(prompt),
+        messages: None,
+        input_tokens: None,
+        output_tokens: None,
+        answer: None,
+        images,
+    }))
 }
 
 fn row_field<'a>(row: &'a Row, name: &str) -> &'a Field {

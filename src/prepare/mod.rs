@@ -146,7 +146,12 @@ fn dataset_items(
                     .into(),
             }))
         }
-        dataset::Loaded::Items(ds) => Ok((Some(ds.pick(d.sampling, n, plan.seed)), None)),
+        dataset::Loaded::Items(ds) => {
+            if ds.items.iter().any(|i| !i.images.is_empty()) {
+                images_need_chat(plan)?;
+            }
+            Ok((Some(ds.pick(d.sampling, n, plan.seed)), None))
+        }
         dataset::Loaded::Conversations(convs) => {
             let most = sessions.map_or(1, |s| s.stride()) as usize;
             let limits = (most, MAX_CONVERSATION_TURNS);
@@ -241,27 +246,29 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
     if let (Some(t), Some(pool)) = (&tok, &salt) {
         salt_keeps_lengths(t, pool, &prompts)?;
     }
-    if prompts.iter().any(|p| !p.images.is_empty()) {
-        images_need_chat(plan)?;
-    }
     let mut stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
-    if let Some(read) = read {
-        stats.source = format!("{}: {read}", stats.source);
-    }
-    if let Some(turns) = &conversations {
-        stats.source = format!(
-            "{}: {} conversations, {} user turns in all",
-            stats.source,
-            turns.len(),
-            prompts.len()
-        );
-    }
+    add_source(&mut stats, read, conversations.as_deref(), prompts.len());
     Ok(Prepared {
         prompts,
         stats,
         salt,
         conversations,
     })
+}
+
+/// What the source read says of itself: what was read of a Hugging Face dataset, a session
+/// run's conversations and their turns.
+fn add_source(stats: &mut WorkloadStats, read: Option<String>, turns: Option<&[u32]>, n: usize) {
+    if let Some(read) = read {
+        stats.source = format!("{}: {read}", stats.source);
+    }
+    if let Some(turns) = turns {
+        stats.source = format!(
+            "{}: {} conversations, {n} user turns in all",
+            stats.source,
+            turns.len(),
+        );
+    }
 }
 
 /// Prompts with images go to the chat endpoint only: the completions endpoint takes text.
