@@ -647,33 +647,44 @@ pub fn request_body(plan: &Plan, model: &str, inputs: &[Prompt]) -> Vec<u8> {
         }
     }
     if plan.endpoint.generates() {
-        let max_key = match plan.endpoint {
-            Endpoint::Responses => "max_output_tokens",
-            _ => "max_tokens",
-        };
-        body.insert(max_key.into(), prompt.max_tokens.into());
-        body.insert("stream".into(), plan.stream.into());
-        let openai = matches!(plan.endpoint, Endpoint::Chat | Endpoint::Completions);
-        if openai && plan.stream && plan.include_usage {
-            body.insert("stream_options".into(), json!({ "include_usage": true }));
-        }
-        insert_tools(plan, &mut body);
-        let opts = &plan.workload.request;
-        if opts.ignore_eos {
-            body.insert("ignore_eos".into(), true.into());
-        }
-        if let Some(n) = opts.min_tokens {
-            // Never above max_tokens: servers refuse min_tokens > max_tokens.
-            body.insert("min_tokens".into(), n.min(prompt.max_tokens).into());
-        }
-        if let Some(t) = opts.temperature {
-            body.insert("temperature".into(), t.into());
-        }
+        insert_generation(plan, prompt, &mut body);
     }
     if let Some(extra) = &plan.workload.request.extra_body {
         body.extend(extra.clone());
     }
     serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes")
+}
+
+/// A generating endpoint's options: the output cap under its API's name, streaming, tools,
+/// and the request options asked.
+fn insert_generation(
+    plan: &Plan,
+    prompt: &Prompt,
+    body: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    use serde_json::json;
+    let max_key = match plan.endpoint {
+        Endpoint::Responses => "max_output_tokens",
+        _ => "max_tokens",
+    };
+    body.insert(max_key.into(), prompt.max_tokens.into());
+    body.insert("stream".into(), plan.stream.into());
+    let openai = matches!(plan.endpoint, Endpoint::Chat | Endpoint::Completions);
+    if openai && plan.stream && plan.include_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    insert_tools(plan, body);
+    let opts = &plan.workload.request;
+    if opts.ignore_eos {
+        body.insert("ignore_eos".into(), true.into());
+    }
+    if let Some(n) = opts.min_tokens {
+        // Never above max_tokens: servers refuse min_tokens > max_tokens.
+        body.insert("min_tokens".into(), n.min(prompt.max_tokens).into());
+    }
+    if let Some(t) = opts.temperature {
+        body.insert("temperature".into(), t.into());
+    }
 }
 
 /// A chat `messages` array's system messages (their text joined), and the others: the
