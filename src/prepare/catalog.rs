@@ -204,17 +204,7 @@ impl Catalog {
         let per = prompts_per_request(plan);
         let mut class_of = Vec::with_capacity(prompts.len() / per + 1);
         let mut all_bytes = Vec::new();
-        // A pooling request's inputs: `per` prompts each (a short last group only when it is
-        // the only one).
-        let mut left = prompts.into_iter();
-        let mut first = true;
-        let groups = std::iter::from_fn(|| {
-            let g: Vec<Prompt> = left.by_ref().take(per).collect();
-            let keep = g.len() == per || (first && !g.is_empty());
-            first = false;
-            keep.then_some(g)
-        });
-        let entries: Vec<Entry> = groups
+        let entries: Vec<Entry> = groups(prompts, per)
             .map(|inputs| {
                 let p = &inputs[0];
                 let body = request_body(plan, model, &inputs);
@@ -422,6 +412,19 @@ impl Catalog {
     pub fn len(&self) -> usize {
         self.entries.len()
     }
+}
+
+/// A request's prompts, `per` each (a pooling request's inputs); a short last group only when
+/// it is the only one.
+fn groups(prompts: Vec<Prompt>, per: usize) -> impl Iterator<Item = Vec<Prompt>> {
+    let mut left = prompts.into_iter();
+    let mut first = true;
+    std::iter::from_fn(move || {
+        let g: Vec<Prompt> = left.by_ref().take(per).collect();
+        let keep = g.len() == per || (first && !g.is_empty());
+        first = false;
+        keep.then_some(g)
+    })
 }
 
 /// Counts the requests sent per class of identical entries; the distinct prompts among them

@@ -173,11 +173,10 @@ pub fn run_with(
         stopped_at_ns: None,
     };
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
-    let mut guard = collect::ApiGuard::new(plan.endpoint);
-    let servers: Vec<String> = match eps.sim {
-        Some(_) => vec![],
-        None => plan.targets.iter().map(|t| t.url.clone()).collect(),
-    };
+    let (mut guard, servers) = (
+        collect::ApiGuard::new(plan.endpoint),
+        server_urls(plan, &eps),
+    );
     collect::collect(
         &mut collector,
         &mut tally,
@@ -217,6 +216,14 @@ pub fn run_with(
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
     finish(plan, collector, facts, scrapes)
+}
+
+/// The servers' URLs, for the lines that name one; none for the run's own simulator.
+fn server_urls(plan: &Plan, eps: &endpoint::Endpoints) -> Vec<String> {
+    match eps.sim {
+        Some(_) => vec![],
+        None => plan.targets.iter().map(|t| t.url.clone()).collect(),
+    }
 }
 
 /// One lock per server (a URL given twice is one server), unless `--allow-concurrent` or
