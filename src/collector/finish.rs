@@ -51,21 +51,7 @@ impl Collector {
         data_warnings(m, &mut warnings);
         let duration_ns = duration_ns(m);
         let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
-        let with_slos = !st.goodput.is_empty();
-        let throughput = Throughput {
-            requests_per_s: per_s(m.ok as f64),
-            output_tokens_per_s: per_s(m.output_tokens as f64),
-            total_tokens_per_s: per_s((m.isl.client_total + m.output_tokens) as f64),
-            goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
-            goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
-            good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
-            inputs_per_s: m.pooling.as_ref().and_then(|p| per_s(p.inputs as f64)),
-            input_tokens_per_s: per_s(m.isl.client_total as f64),
-            server_input_tokens_per_s: m
-                .isl
-                .server_total_of_all(m.ok)
-                .and_then(|n| per_s(n as f64)),
-        };
+        let throughput = throughput(m, !st.goodput.is_empty(), per_s);
         // Rates come from send stamps alone: the duration also holds the tail of the last
         // responses and would understate the rate offered (badly for short runs of long
         // answers). The schedule's own rate over the same requests is what the client was
@@ -128,6 +114,24 @@ impl Collector {
             clock: facts.clock,
             merge: facts.merge,
         }
+    }
+}
+
+/// The rates over the measured duration (`per_s`); goodput's only `with_slos`.
+fn throughput(m: &Measured, with_slos: bool, per_s: impl Fn(f64) -> Option<f64>) -> Throughput {
+    Throughput {
+        requests_per_s: per_s(m.ok as f64),
+        output_tokens_per_s: per_s(m.output_tokens as f64),
+        total_tokens_per_s: per_s((m.isl.client_total + m.output_tokens) as f64),
+        goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
+        goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
+        good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
+        inputs_per_s: m.pooling.as_ref().and_then(|p| per_s(p.inputs as f64)),
+        input_tokens_per_s: per_s(m.isl.client_total as f64),
+        server_input_tokens_per_s: m
+            .isl
+            .server_total_of_all(m.ok)
+            .and_then(|n| per_s(n as f64)),
     }
 }
 

@@ -8,7 +8,8 @@
 //!
 //! Which requests enter which figure follows `metrics.md`: warm-up records are counted and
 //! logged, nothing else; failures never enter a latency but are in goodput's denominator;
-//! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`.
+//! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`
+//! and for a pooling endpoint (one body per answer), whose own figures are in `apis`.
 
 mod apis;
 #[cfg(test)]

@@ -240,20 +240,8 @@ fn single(unit: &str, avg: impl Into<Value>) -> Value {
     json!({"unit": unit, "avg": avg.into()})
 }
 
-fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
-    let mut a = Agg::default();
-    read_records(records, |r| {
-        if counted(r) {
-            a.add(r)
-        }
-    })?;
-    let duration_s = match (a.start_ns, a.end_ns) {
-        (Some(s), Some(e)) => e.saturating_sub(s) as f64 / 1e9,
-        _ => 0.0,
-    };
-    let per_s = |n: u64| (duration_s > 0.0).then(|| n as f64 / duration_s);
-    let pooling = summary.pooling.is_some();
-    let mut m = Map::new();
+/// The metric blocks of `aggregate` (a pooling run has no output side).
+fn distributions(a: &Agg, pooling: bool, m: &mut Map<String, Value>) {
     let blocks = [
         ("request_latency", block(&a.latency, "ms", MS)),
         ("time_to_first_token", block(&a.ttft, "ms", MS)),
@@ -274,6 +262,23 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
             m.insert(k.into(), b);
         }
     }
+}
+
+fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
+    let mut a = Agg::default();
+    read_records(records, |r| {
+        if counted(r) {
+            a.add(r)
+        }
+    })?;
+    let duration_s = match (a.start_ns, a.end_ns) {
+        (Some(s), Some(e)) => e.saturating_sub(s) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let per_s = |n: u64| (duration_s > 0.0).then(|| n as f64 / duration_s);
+    let pooling = summary.pooling.is_some();
+    let mut m = Map::new();
+    distributions(&a, pooling, &mut m);
     m.insert(
         "request_throughput".into(),
         single("requests/sec", per_s(a.ok)),
