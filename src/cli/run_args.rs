@@ -553,6 +553,19 @@ impl RunArgs {
         urls.iter().map(|u| parse_target(u)).collect()
     }
 
+    /// The simulator's settings, kept whenever they matter (no `--url`) or were given, so
+    /// that `validate` can refuse them beside --url.
+    fn sim_settings(
+        &self,
+        no_targets: bool,
+        sim_cpus: Vec<usize>,
+    ) -> Option<ringbench::plan::SimSettings> {
+        (no_targets || self.sim.any_set() || self.sim_cpus.is_some()).then(|| {
+            self.sim
+                .settings(sim_cpus, "ringbench-sim".into(), self.seed)
+        })
+    }
+
     /// The plan of ringbench's own flags (vLLM's and AIPerf's already lowered).
     fn plan_of(
         &self,
@@ -567,13 +580,7 @@ impl RunArgs {
         };
         let (cpus, sim_cpus) =
             super::parse::cpus_of(self.cpus.as_deref(), self.sim_cpus.as_deref())?;
-        // The simulator's settings are kept whenever they matter or were given, so that
-        // `validate` can refuse them beside --url.
-        let sim =
-            (targets.is_empty() || self.sim.any_set() || self.sim_cpus.is_some()).then(|| {
-                self.sim
-                    .settings(sim_cpus, "ringbench-sim".into(), self.seed)
-            });
+        let sim = self.sim_settings(targets.is_empty(), sim_cpus);
         let mut plan = Plan {
             targets,
             url_policy: self.url_policy.unwrap_or_default(),

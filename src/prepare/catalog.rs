@@ -208,10 +208,8 @@ impl Catalog {
             .map(|inputs| {
                 let p = &inputs[0];
                 let body = request_body(plan, model, &inputs);
-                let salt_in_body = match (p.salt, &salt) {
-                    (Some(at), Some(pool)) => Some(locate(plan, model, &inputs, &body, at, pool)),
-                    _ => None,
-                };
+                let salt_in_body = (p.salt.zip(salt.as_ref()))
+                    .map(|(at, pool)| locate(plan, model, &inputs, &body, at, pool));
                 let bytes = entry_bytes(&head_extra, &body);
                 let head_len = (bytes.len() - body.len()) as u32;
                 let messages = messages_span(plan, p, &body).map(|m| Span {
@@ -238,9 +236,10 @@ impl Catalog {
                     at,
                     len: bytes.len() as u32,
                     input_tokens: inputs.iter().map(|p| p.input_tokens).sum(),
-                    output_tokens: match plan.endpoint.generates() {
-                        true => p.max_tokens,
-                        false => 0,
+                    output_tokens: if plan.endpoint.generates() {
+                        p.max_tokens
+                    } else {
+                        0
                     },
                     salt: spot,
                     head_end: head_len - 2,

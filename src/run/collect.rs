@@ -19,6 +19,8 @@ use std::time::Duration;
 /// still in flight when the grace period ends.
 pub(super) struct Stopper<'a> {
     pub interrupt: &'a AtomicBool,
+    /// Ends the run early when the server does not serve the endpoint.
+    pub guard: ApiGuard,
     pub shared: &'a Shared,
     pub grace_ns: u64,
     pub stopped_at_ns: Option<u64>,
@@ -45,6 +47,8 @@ impl Stopper<'_> {
 /// request would fail the same way. What was measured is kept; the reason names the endpoint.
 pub(super) struct ApiGuard {
     endpoint: Endpoint,
+    /// The servers' URLs by index (none for the run's own simulator), for the line.
+    servers: Vec<String>,
     /// A request succeeded: the endpoint is served; nothing ends the run early after it.
     served: bool,
     /// Why the run was ended, once it was.
@@ -52,20 +56,21 @@ pub(super) struct ApiGuard {
 }
 
 impl ApiGuard {
-    pub fn new(endpoint: Endpoint) -> ApiGuard {
+    pub fn new(endpoint: Endpoint, servers: Vec<String>) -> ApiGuard {
         ApiGuard {
             endpoint,
+            servers,
             served: false,
             refused: None,
         }
     }
 
     /// Looks at one finished record; true when it ends the run (the first time only).
-    fn see(&mut self, rec: &Record, servers: &[String]) -> bool {
+    fn see(&mut self, rec: &Record) -> bool {
         if self.served || self.refused.is_some() {
             return false;
         }
-        let server = servers
+        let server = (self.servers)
             .get(rec.endpoint as usize)
             .map_or("", String::as_str);
         let (path, name) = (self.endpoint.path(), self.endpoint.name());
@@ -95,8 +100,8 @@ impl ApiGuard {
 
 /// The collector thread's loop: every record into the collector (and to the observer), its
 /// buffers back to its worker, the interrupt (and `guard`) watched, and about once a second
-/// a progress call and a flush of the request log. Returns once every worker has hung up.
-#[allow(clippy::too_many_arguments)]
+/// a progress call and a flush of the request log. Returns once every worker has hung up,
+/// with the reason the run was ended early, if it was (`ApiGuard`).
 pub(super) fn collect(
     collector: &mut Collector,
     tally: &mut WorkloadTally,
@@ -105,9 +110,7 @@ pub(super) fn collect(
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
     scraping: &mut super::server::Scraping,
-    guard: &mut ApiGuard,
-    servers: &[String],
-) {
+) -> Option<String> {
     collector.set_schedule_start(run.start_ns);
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
     loop {
@@ -115,10 +118,10 @@ pub(super) fn collect(
         let mut refused = false;
         let (taken, open) = drain(collector, tally, links, &mut |rec| {
             observer.on_record(rec);
-            refused |= guard.see(rec, servers);
+            refused |= stopper.guard.see(rec);
         });
         if refused {
-            if let Some(why) = &guard.refused {
+            if let Some(why) = &stopper.guard.refused {
                 observer.on_note(why);
             }
             run.shared.stop.store(true, Ordering::Relaxed);
@@ -135,7 +138,7 @@ pub(super) fn collect(
             observer.on_progress(&live, now.saturating_sub(run.start_ns) as f64 / 1e9);
         }
         if !open {
-            break;
+            return stopper.guard.refused;
         }
         if taken == 0 {
             // Polled, not woken per record: a blocking `recv` made every record a futex wake
@@ -195,26 +198,26 @@ mod tests {
             (Outcome::HttpStatus, 405),
             (Outcome::WrongApi, 200),
         ] {
-            let mut g = ApiGuard::new(Endpoint::Responses);
+            let mut g = ApiGuard::new(Endpoint::Responses, servers.to_vec());
             // Other failures first do not decide anything.
-            assert!(!g.see(&rec(Outcome::HttpStatus, 503), &servers));
-            assert!(!g.see(&rec(Outcome::Timeout, 0), &servers));
-            assert!(g.see(&rec(outcome, status), &servers), "{outcome:?}");
+            assert!(!g.see(&rec(Outcome::HttpStatus, 503)));
+            assert!(!g.see(&rec(Outcome::Timeout, 0)));
+            assert!(g.see(&rec(outcome, status)), "{outcome:?}");
             let why = g.refused.clone().unwrap();
             assert!(
                 why.contains("/v1/responses") && why.contains("http://b:2"),
                 "{why}"
             );
-            assert!(!g.see(&rec(outcome, status), &servers), "once only");
+            assert!(!g.see(&rec(outcome, status)), "once only");
         }
     }
 
     #[test]
     fn after_a_success_nothing_ends_the_run() {
-        let mut g = ApiGuard::new(Endpoint::Chat);
-        assert!(!g.see(&rec(Outcome::Ok, 200), &[]));
-        assert!(!g.see(&rec(Outcome::HttpStatus, 404), &[]));
-        assert!(!g.see(&rec(Outcome::WrongApi, 200), &[]));
+        let mut g = ApiGuard::new(Endpoint::Chat, vec![]);
+        assert!(!g.see(&rec(Outcome::Ok, 200)));
+        assert!(!g.see(&rec(Outcome::HttpStatus, 404)));
+        assert!(!g.see(&rec(Outcome::WrongApi, 200)));
         assert_eq!(g.refused, None);
     }
 }

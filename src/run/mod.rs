@@ -168,16 +168,13 @@ pub fn run_with(
     let mut tally = WorkloadTally::new(&catalog);
     let stopper = collect::Stopper {
         interrupt,
+        guard: collect::ApiGuard::new(plan.endpoint, server_urls(plan, &eps)),
         shared: &started.shared,
         grace_ns: plan.grace_ns,
         stopped_at_ns: None,
     };
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
-    let (mut guard, servers) = (
-        collect::ApiGuard::new(plan.endpoint),
-        server_urls(plan, &eps),
-    );
-    collect::collect(
+    let refused = collect::collect(
         &mut collector,
         &mut tally,
         &started,
@@ -185,8 +182,6 @@ pub fn run_with(
         stopper,
         observer,
         &mut scraping,
-        &mut guard,
-        &servers,
     );
     drop(pin);
     let clock_sync = clock_sync(plan, &started, (origin_unix_ns, offset_uncertainty_ns));
@@ -195,7 +190,7 @@ pub fn run_with(
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
     let mut warnings = warnings(plan, &catalog, &ends);
-    warnings.extend(guard.refused.clone());
+    warnings.extend(refused.clone());
     warnings.extend(clock_warnings(&clock_sync));
     let facts = RunFacts {
         shard: shard_info(plan, started.schedule.as_ref()),
@@ -206,7 +201,7 @@ pub fn run_with(
         scheduled: workers::scheduled_count(plan, started.schedule.as_ref(), &started.shared),
         wall_ns: started.clock.now_ns(),
         // A server that does not serve the endpoint stopped it, not an interrupt.
-        interrupted: started.shared.stop.load(Ordering::Relaxed) && guard.refused.is_none(),
+        interrupted: started.shared.stop.load(Ordering::Relaxed) && refused.is_none(),
         warnings,
         workers: ends.into_iter().map(|e| e.stats).collect(),
         sim: eps

@@ -282,31 +282,7 @@ fn responses_close(ev: &mut Vec<u8>, r: &Reply, k: u32, stamp_ns: u64) -> bool {
         ev.extend_from_slice(b"{");
     }
     match step {
-        0 => {
-            if !llama && !tool {
-                ev.extend_from_slice(b"\"content_index\":0,");
-            }
-            if tool {
-                ev.extend_from_slice(b"\"arguments\":\"");
-                put_output(ev, r, 0, r.completion_tokens);
-                ev.extend_from_slice(b"\",");
-            }
-            ev.extend_from_slice(b"\"item_id\":");
-            id(ev, if tool { b"fc_" } else { b"msg_" }, r);
-            if !llama && !tool {
-                ev.extend_from_slice(b",\"logprobs\":[]");
-            }
-            if !tool {
-                if !llama {
-                    ev.extend_from_slice(b",\"output_index\":0");
-                }
-                ev.extend_from_slice(b",\"text\":\"");
-                put_output(ev, r, 0, r.completion_tokens);
-                ev.extend_from_slice(b"\"");
-            } else if !llama {
-                ev.extend_from_slice(b",\"output_index\":0");
-            }
-        }
+        0 => output_done(ev, r, llama, tool),
         1 => {
             if !llama {
                 ev.extend_from_slice(b"\"content_index\":0,");
@@ -342,6 +318,34 @@ fn responses_close(ev: &mut Vec<u8>, r: &Reply, k: u32, stamp_ns: u64) -> bool {
     }
     tail(ev, stamp_ns);
     true
+}
+
+/// The first closing event's fields: `output_text.done` (the whole text) or
+/// `function_call_arguments.done` (the whole arguments).
+fn output_done(ev: &mut Vec<u8>, r: &Reply, llama: bool, tool: bool) {
+    if !llama && !tool {
+        ev.extend_from_slice(b"\"content_index\":0,");
+    }
+    if tool {
+        ev.extend_from_slice(b"\"arguments\":\"");
+        put_output(ev, r, 0, r.completion_tokens);
+        ev.extend_from_slice(b"\",");
+    }
+    ev.extend_from_slice(b"\"item_id\":");
+    id(ev, if tool { b"fc_" } else { b"msg_" }, r);
+    if !llama && !tool {
+        ev.extend_from_slice(b",\"logprobs\":[]");
+    }
+    if !tool {
+        if !llama {
+            ev.extend_from_slice(b",\"output_index\":0");
+        }
+        ev.extend_from_slice(b",\"text\":\"");
+        put_output(ev, r, 0, r.completion_tokens);
+        ev.extend_from_slice(b"\"");
+    } else if !llama {
+        ev.extend_from_slice(b",\"output_index\":0");
+    }
 }
 
 /// The whole text as an `output_text` part.
