@@ -220,15 +220,7 @@ impl Catalog {
                     at: head_len + at,
                     words: p.salt.map_or(0, |s| s.words),
                 });
-                let words = spot.map_or(0, |s| s.words);
-                let next = classes.len() as u32;
-                let class = *classes.entry((hash(&bytes), words)).or_insert(next);
-                if class == next {
-                    class_values.push(match (&salt, spot) {
-                        (Some(pool), Some(s)) => pool.values(s.words),
-                        _ => 1,
-                    });
-                }
+                let class = class_for(&mut classes, &mut class_values, &bytes, spot, &salt);
                 class_of.push(class);
                 let at = all_bytes.len();
                 all_bytes.extend_from_slice(&bytes);
@@ -459,6 +451,27 @@ impl PromptTally {
             .map(|(&n, &values)| n.min(values))
             .sum()
     }
+}
+
+/// The class of an entry's `bytes` with its salt `spot`: a new one (and its count of
+/// distinct salts) the first time such bytes are seen.
+fn class_for(
+    classes: &mut HashMap<(u64, u32), u32>,
+    class_values: &mut Vec<u64>,
+    bytes: &[u8],
+    spot: Option<Spot>,
+    salt: &Option<SaltPool>,
+) -> u32 {
+    let words = spot.map_or(0, |s| s.words);
+    let next = classes.len() as u32;
+    let class = *classes.entry((hash(bytes), words)).or_insert(next);
+    if class == next {
+        class_values.push(match (salt, spot) {
+            (Some(pool), Some(s)) => pool.values(s.words),
+            _ => 1,
+        });
+    }
+    class
 }
 
 /// 64-bit FNV-1a: entries are grouped by it (a collision would only merge two classes).
