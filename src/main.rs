@@ -78,10 +78,9 @@ fn run(args: &RunArgs) -> Done {
     watch.finish();
     console::print_console(&summary, &mut Stdout)?;
     term::written(&plan)?;
-    if demo {
-        writeln!(Stdout, "{}", console::demo_outro())?;
-    }
-    Ok(summary.exit(args.allow_invalid))
+    let not_measured = demo || args.self_check; // reported, and ends 0 even when invalid
+    write!(Stdout, "{}", console::closing(&summary, demo, not_measured))?;
+    Ok(summary.exit(args.allow_invalid || not_measured))
 }
 
 /// `ringbench report DIR`: the summary again, from the records alone.

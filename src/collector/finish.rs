@@ -7,8 +7,8 @@ use super::log::RequestLog;
 use super::sidecar::RunSidecar;
 use super::{Collector, Dist, Measured, RunFacts, Settings, WorkerStats};
 use crate::summary::{
-    Achieved, Counts, Exit, Host, Latency, Overhead, Stats, Summary, TargetLoad, Throughput,
-    Tokens, Tool, Verdict, WorkerOverhead, SCHEMA_VERSION,
+    Achieved, Counts, Exit, Host, InvalidCause, Latency, Overhead, Stats, Summary, TargetLoad,
+    Throughput, Tokens, Tool, Verdict, WorkerOverhead, SCHEMA_VERSION,
 };
 use crate::summary::{Metric, NetDelta, QueueModel};
 use std::io;
@@ -178,8 +178,20 @@ fn verdict(c: &Counts, o: &Overhead, interrupted: bool, max_failed: Option<f64>)
         });
     }
     if !o.valid {
-        v.reasons
-            .push("the client's own overhead made the run invalid (see overhead)".into());
+        v.reasons.push(
+            match o.invalid_cause {
+                Some(InvalidCause::HostContention) => {
+                    "the machine, not the client, made the run invalid: other programs held the \
+                     worker's CPU (host contention; see overhead)"
+                }
+                Some(InvalidCause::ClientSaturation) => {
+                    "the client's own overhead made the run invalid: a worker saturated (see \
+                     overhead)"
+                }
+                _ => "the client's own overhead made the run invalid (see overhead)",
+            }
+            .into(),
+        );
     }
     if v.gate_failed() {
         v.reasons.push(format!(
@@ -369,6 +381,7 @@ fn overhead(
     let workers: Vec<WorkerOverhead> = ws.iter().map(worker_overhead).collect();
     warn_queues(&workers, warnings);
     let mut invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
+    judge_host(ws, &mut invalid_reasons);
     if let Some(net) = &facts.kernel_net {
         judge_kernel_net(net, &mut invalid_reasons, warnings);
     }
@@ -395,6 +408,8 @@ fn overhead(
         workers,
         sim: facts.sim.clone(),
         valid: invalid_reasons.is_empty(),
+        invalid_cause: invalid_cause(&invalid_reasons, ws),
+        host_wait_percent_max: ws.iter().filter_map(host_wait_percent).reduce(f64::max),
         invalid_reasons,
         kernel_rx_delay_ms,
         kernel_rx_delay_null_reason,
@@ -491,6 +506,56 @@ fn busy_percent(w: &WorkerStats) -> Option<f64> {
     ratio(busy_ns(w), w.wall_ns).map(|r| r * 100.0)
 }
 
+/// Share of the worker's wall time it waited, runnable, for its CPU.
+fn host_wait_percent(w: &WorkerStats) -> Option<f64> {
+    ratio(w.runnable_wait_ns?, w.wall_ns).map(|r| r * 100.0)
+}
+
+/// Who made an invalid run invalid: a saturated worker is the client's doing (it had its CPU
+/// and used all of it); else a worker held back from its CPU long enough is the host's; else
+/// unattributed. `None` when the run is valid.
+fn invalid_cause(reasons: &[String], workers: &[WorkerStats]) -> Option<InvalidCause> {
+    if reasons.is_empty() {
+        return None;
+    }
+    let saturated = workers
+        .iter()
+        .filter_map(busy_percent)
+        .any(|p| p > SATURATED_CPU_FRACTION * 100.0);
+    let held = workers
+        .iter()
+        .filter_map(host_wait_percent)
+        .any(|p| p >= InvalidCause::HOST_WAIT_PERCENT);
+    Some(if saturated {
+        InvalidCause::ClientSaturation
+    } else if held {
+        InvalidCause::HostContention
+    } else {
+        InvalidCause::Unattributed
+    })
+}
+
+/// The host's share of each held-back worker's wall time, as an invalid reason that says what
+/// to do: only when the run broke a bound already (a wait alone does not make a run invalid).
+fn judge_host(workers: &[WorkerStats], reasons: &mut Vec<String>) {
+    if reasons.is_empty() {
+        return;
+    }
+    for w in workers {
+        let Some(pct) = host_wait_percent(w).filter(|&p| p >= InvalidCause::HOST_WAIT_PERCENT)
+        else {
+            continue;
+        };
+        reasons.push(format!(
+            "host contention: other threads or processes held worker {}'s CPU {} for {pct:.1}% \
+             of its run (runnable, not running; {} preemptions): its sends were late for want \
+             of the CPU, not for the client's work; pin the client to a quiet CPU (--cpus) or \
+             stop what else runs there",
+            w.worker, w.cpu, w.involuntary_switches
+        ));
+    }
+}
+
 fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
     let lag: Stats = {
         let mut d = Dist::new();
@@ -506,6 +571,8 @@ fn worker_overhead(w: &WorkerStats) -> WorkerOverhead {
         pacer_spin_percent: spin_percent(w),
         pacer_idle_percent: ratio(w.pacer_idle_ns, w.wall_ns).map(|r| r * 100.0),
         busy_percent: busy_percent(w),
+        host_wait_percent: host_wait_percent(w),
+        involuntary_switches: w.involuntary_switches,
         pacer_spin_budget_us: (w.wall_ns > 0).then(|| w.pacer_spin_budget_ns as f64 / 1e3),
         queue: super::queue::model(w, busy_ns(w)),
     }

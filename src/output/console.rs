@@ -526,6 +526,11 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     row(out, "Worker CPU (%):", cpu)?;
     row(
         out,
+        "Host held the worker's CPU (%, max):",
+        num(o.host_wait_percent_max, 1),
+    )?;
+    row(
+        out,
         "Pacer spin (% of wall, max):",
         num(o.pacer_spin_percent_max, 1),
     )?;
@@ -871,6 +876,31 @@ pub fn demo_intro(plan: &Plan) -> String {
 pub fn demo_outro() -> &'static str {
     "That was ringbench's built-in simulator. Point it at your server: ringbench run --url \
      http://HOST:PORT --request-rate 10 --duration 60s (see ringbench run -h)."
+}
+
+/// The lines after a run's report: for the demo, how to point ringbench at a server; for an
+/// invalid demo or self-check, why it still ends 0. Empty for a measurement.
+pub fn closing(s: &Summary, demo: bool, not_measured: bool) -> String {
+    let mut out = String::new();
+    if demo {
+        out += demo_outro();
+        out.push('\n');
+    }
+    if not_measured && s.exit(false) == crate::summary::Exit::Invalid {
+        out += &not_a_measurement(demo);
+        out.push('\n');
+    }
+    out
+}
+
+/// After an invalid demo or self-check: why it still ends 0.
+fn not_a_measurement(demo: bool) -> String {
+    format!(
+        "The {} is not a measurement, so it ends with exit 0; a measurement with the verdict \
+         above would exit 4 (INVALID). Where the reason is host contention, the figures are the \
+         machine's, not the client's: run it again on a quiet machine or on pinned, idle CPUs.",
+        if demo { "demo" } else { "self-check" }
+    )
 }
 
 #[cfg(test)]

@@ -5,5 +5,6 @@ pub mod driver;
 pub mod fd;
 pub mod file;
 pub mod netcount;
+pub mod sched;
 pub mod timer;
 pub mod tstamp;

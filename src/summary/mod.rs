@@ -509,6 +509,25 @@ pub struct OutputSource {
     pub events: u64,
 }
 
+/// Who made an invalid run invalid (`Overhead::invalid_cause`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidCause {
+    /// Other threads or processes held a late worker's CPU (`host_wait_percent` at or above
+    /// `InvalidCause::HOST_WAIT_PERCENT`): the machine, not the client.
+    HostContention,
+    /// A worker was busy nearly all of its wall time: the client could not keep up.
+    ClientSaturation,
+    /// The run broke a bound and neither figure explains it.
+    Unattributed,
+}
+
+impl InvalidCause {
+    /// A worker runnable but not running for at least this share of its wall time was held
+    /// back by the host (its sends were late for want of the CPU, not for the client's work).
+    pub const HOST_WAIT_PERCENT: f64 = 5.0;
+}
+
 /// What the client itself cost, and whether that leaves the run's figures trustworthy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
@@ -553,6 +572,14 @@ pub struct Overhead {
     /// collector channel, kernel backlog drops on the client's CPUs), with its value; empty when
     /// valid.
     pub invalid_reasons: Vec<String>,
+    /// Who made an invalid run invalid: the host (another program held a worker's CPU), the
+    /// client (a worker saturated), or neither shown (`unattributed`); `null` when valid.
+    #[serde(default)]
+    pub invalid_cause: Option<InvalidCause>,
+    /// The highest share of a worker's wall time it was runnable but not running (another
+    /// thread or process held its CPU), percent; `null` when the kernel does not say.
+    #[serde(default)]
+    pub host_wait_percent_max: Option<f64>,
     /// Per read: the kernel's software receive stamp (`SO_TIMESTAMPING`) of the newest
     /// segment the read returned → the worker's stamp of that read. `null` when not measured.
     #[serde(default)]
@@ -620,6 +647,13 @@ pub struct WorkerOverhead {
     /// `cpu_percent` less `pacer_idle_percent`: the saturation verdict's figure.
     #[serde(default)]
     pub busy_percent: Option<f64>,
+    /// Share of its wall time the worker was runnable but not running: another thread or
+    /// process held its CPU (the kernel's `schedstat`), percent; `null` when unknown.
+    #[serde(default)]
+    pub host_wait_percent: Option<f64>,
+    /// Times the kernel switched the worker out while it still wanted its CPU.
+    #[serde(default)]
+    pub involuntary_switches: u64,
     /// The spin budget at the end of the run, µs (learned under `--pacer-spin-us auto`).
     #[serde(default)]
     pub pacer_spin_budget_us: Option<f64>,

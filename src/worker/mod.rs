@@ -361,6 +361,7 @@ async fn worker_main(
     pinned: bool,
 ) -> (WorkerStats, Vec<String>) {
     let cpu_start_ns = crate::rt::clock::thread_cpu_ns();
+    let sched_start = crate::rt::sched::SchedReading::now();
     let wall_start_ns = setup.clock.now_ns();
     // Room for the preallocated buffers and a full spare ring, so taking them never grows it.
     let mut free = Vec::with_capacity(PREALLOCATED_EVENT_VECS + link.spare_capacity());
@@ -409,11 +410,14 @@ async fn worker_main(
     let s = &ctx.setup;
     let spun = ctx.pacer.spun();
     let warnings = warnings(&ctx, &c, pinned);
+    let sched = crate::rt::sched::SchedReading::now().since(&sched_start);
     let stats = WorkerStats {
         worker: s.index as u16,
         cpu: s.cpu,
         cpu_ns: crate::rt::clock::thread_cpu_ns() - cpu_start_ns,
         wall_ns: s.clock.now_ns() - wall_start_ns,
+        runnable_wait_ns: sched.wait_ns,
+        involuntary_switches: sched.involuntary_switches,
         loop_lag,
         counts: *c,
         kernel_rx: ctx.kernel_rx.finish(kernel_rx_off(s)),

@@ -32,6 +32,13 @@ pub struct WorkerStats {
     /// Thread CPU time and wall time while the worker ran.
     pub cpu_ns: u64,
     pub wall_ns: u64,
+    /// Wall time the worker's thread was runnable but not running (another thread or process
+    /// held its CPU: the kernel's `schedstat`), ns; `null` when the kernel does not say.
+    #[serde(default)]
+    pub runnable_wait_ns: Option<u64>,
+    /// Times the kernel switched the worker out while it still wanted its CPU.
+    #[serde(default)]
+    pub involuntary_switches: u64,
     /// Event-loop lag probe samples, ns (made with `new_histogram`, so merging is exact).
     #[serde(rename = "loop_lag_ns", with = "buckets")]
     pub loop_lag: Histogram<u64>,
@@ -129,6 +136,8 @@ impl WorkerStats {
             cpu,
             cpu_ns: 0,
             wall_ns: 0,
+            runnable_wait_ns: None,
+            involuntary_switches: 0,
             loop_lag: new_histogram(),
             counts: WorkerCounts::default(),
             kernel_rx: KernelRx::default(),

@@ -19,6 +19,7 @@ mod apis;
 mod cancel;
 mod cli_gate;
 mod compat;
+mod contention;
 mod conversations;
 mod e2e;
 mod endpoints;
