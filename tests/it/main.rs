@@ -20,6 +20,7 @@ mod cancel;
 mod cli_gate;
 mod compat;
 mod conversations;
+mod docs;
 mod e2e;
 mod endpoints;
 mod engine;
