@@ -6,8 +6,8 @@
 //! is `RunArgs::to_plan`'s and `Plan::validate`'s. Where vLLM's defaults differ from ours
 //! (1,000 prompts, `--request-rate inf`, `/v1/completions`, random 1024/128 tokens, greedy,
 //! `ignore_eos` for random prompts) they apply when the line uses any vLLM-only spelling.
-//! `TABLE` lists every flag of both tools with what becomes of it (the README's table is
-//! made from it, and each row has a parse test). Nothing here prints: the flags accepted and
+//! `TABLE` lists every flag of both tools with what becomes of it (`docs/drop-in.md`'s table
+//! is made from it, and each row has a parse test). Nothing here prints: the flags accepted and
 //! ignored are named in one warning `ignored_warning` returns for `main`.
 
 use super::{usage, RunArgs, UsageError};
@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 /// `vllm bench serve`'s flags that ringbench does not spell the same way. They are for lines
 /// pasted from vLLM's scripts, so `-h` leaves them out (ringbench's own flags say the same);
-/// `--help` shows them under their own heading, and the README's table says what each becomes.
+/// `--help` shows them under their own heading, and `docs/drop-in.md`'s table says what each becomes.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "vllm bench serve's spellings (see the README's table)")]
+#[command(next_help_heading = "vllm bench serve's spellings (see docs/drop-in.md)")]
 pub struct VllmFlags {
     /// vLLM: the server's base URL (ringbench's --url).
     #[arg(
@@ -192,7 +192,7 @@ pub struct VllmFlags {
     /// vLLM: accepted, ignored (one tokenizer.json, read by the tokenizers crate).
     #[arg(hide_short_help = true, long, value_name = "MODE")]
     pub tokenizer_mode: Option<String>,
-    /// vLLM: accepted, ignored (no ready check; see the README).
+    /// vLLM: accepted, ignored (no ready check; see docs/drop-in.md).
     #[arg(hide_short_help = true, long, value_name = "S")]
     pub ready_check_timeout_sec: Option<u64>,
     /// vLLM: refused (write each run to its own file).
@@ -234,7 +234,7 @@ fn aiperf_endpoint_type(s: &str) -> Result<Endpoint, String> {
 
 /// `aiperf profile`'s flags that ringbench does not spell the same way.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "aiperf profile's spellings (see the README's table)")]
+#[command(next_help_heading = "aiperf profile's spellings (see docs/drop-in.md)")]
 pub struct AiperfFlags {
     /// AIPerf: chat, completions, responses, messages, embeddings or rankings (ringbench's
     /// --endpoint).
@@ -1481,7 +1481,7 @@ mod tests {
         assert_eq!(run.vllm.ignored_warning(), None);
     }
 
-    /// The README's table, made from `TABLE`.
+    /// `docs/drop-in.md`'s table, made from `TABLE`.
     fn markdown() -> String {
         let mut t =
             String::from("| tool | flag | ringbench | what it becomes |\n|---|---|---|---|\n");
@@ -1503,12 +1503,12 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_table_is_the_table() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    fn the_drop_in_table_is_the_table() {
+        let page = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/drop-in.md");
+        let page = std::fs::read_to_string(page).unwrap();
         if std::env::var_os("RINGBENCH_PRINT_TABLE").is_some() {
             println!("{}", markdown());
         }
-        assert!(readme.contains(&markdown()), "README.md's compatibility table differs from compat::TABLE (RINGBENCH_PRINT_TABLE=1 prints it)");
+        assert!(page.contains(&markdown()), "docs/drop-in.md's compatibility table differs from compat::TABLE (`RINGBENCH_PRINT_TABLE=1 cargo test --release --bin ringbench the_drop_in_table -- --nocapture` prints it)");
     }
 }

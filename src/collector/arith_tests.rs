@@ -1,5 +1,5 @@
 //! The collector against exact arithmetic: hand-built records with known stamps go in, and
-//! every figure of `metrics.md` that comes out is checked against the value worked out by
+//! every figure of `docs/metrics.md` that comes out is checked against the value worked out by
 //! hand in the comments. Percentiles come from a 3-significant-digit histogram, so they are
 //! checked to 0.1%; counts, sums, means, min and max are exact.
 

@@ -1,5 +1,5 @@
 //! Part of the collector (… → record → **collector** → summary → report): the same records
-//! measured the way other tools define their words (the table at the end of `metrics.md`),
+//! measured the way other tools define their words (the table at the end of `docs/metrics.md`),
 //! so that `ringbench report --definitions vllm,aiperf` prints their TTFT, ITL, TPOT, E2E,
 //! duration and throughputs beside ours. Only measured successful requests count, for every
 //! tool. Where a record cannot tell two things apart that a tool does, the approximation is
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Definitions {
-    /// `metrics.md`: TTFT at the first token (reasoning counts), ITL = chunk gaps between
+    /// `docs/metrics.md`: TTFT at the first token (reasoning counts), ITL = chunk gaps between
     /// token-bearing events, TPOT = (last token − first token)/(OSL − 1).
     Ringbench,
     /// `vllm bench serve`: TTFT at the first event with non-empty `choices` (a role-only

@@ -76,7 +76,7 @@ impl IntervalLogs {
             IntervalLogWriterBuilder::new()
                 .add_comment(&format!(
                     "ringbench {} interval log: {metric} in ns of measured successful \
-                     requests, by the second they ended in (see README, Outputs)",
+                     requests, by the second they ended in (see docs/guide.md, Outputs)",
                     env!("CARGO_PKG_VERSION")
                 ))
                 .with_start_time(base)

@@ -1,4 +1,4 @@
-//! Part of the collector (… → record → **collector** → summary → report): `metrics.md`'s ISL
+//! Part of the collector (… → record → **collector** → summary → report): `docs/metrics.md`'s ISL
 //! row — the client's prompt count (known before the run: exact with `--tokenizer`, else an
 //! approximation) with the server's `usage.prompt_tokens` kept beside it, never in its place.
 //! Tallied over measured successful requests; what the summary's `tokens` block says about

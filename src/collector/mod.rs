@@ -6,7 +6,7 @@
 //! worker, and holds nothing that grows with the number of requests (failure kinds excepted:
 //! a handful of keys).
 //!
-//! Which requests enter which figure follows `metrics.md`: warm-up records are counted and
+//! Which requests enter which figure follows `docs/metrics.md`: warm-up records are counted and
 //! logged, nothing else; failures never enter a latency but are in goodput's denominator;
 //! streaming-only metrics (TTFT, TTFO, TPOT, ITL, max stall) are skipped for `--no-stream`
 //! and for a pooling endpoint (one body per answer), whose own figures are in `apis`.
@@ -144,7 +144,7 @@ pub(crate) fn record_metric(m: Metric, rec: &Record, stream: bool, d: &mut Dist)
 }
 
 /// Every value metric `m` takes from one successful record, in order (none when the record
-/// lacks it): the one place each definition of `metrics.md` is applied to a record.
+/// lacks it): the one place each definition of `docs/metrics.md` is applied to a record.
 pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
     let value = match m {
         Metric::Ttft => rec.ttft_ns(),

@@ -1,5 +1,5 @@
 //! Part of the collector (… → record → **collector** → summary → report): the middle rung
-//! of `metrics.md`'s OSL ladder — server usage, else **the tokenizer's count of the
+//! of `docs/metrics.md`'s OSL ladder — server usage, else **the tokenizer's count of the
 //! generated text**, else the token-bearing events. With `--tokenizer`, workers copy each
 //! event's unescaped text into the record (one memcpy, no parsing); here, on the collector
 //! thread and never on a worker, the text is encoded once, each token is credited to the

@@ -1,5 +1,5 @@
 //! Part of the collector (… → record → **collector** → summary → report): how a request's
-//! output tokens spread over its events, best source first (`metrics.md`):
+//! output tokens spread over its events, best source first (`docs/metrics.md`):
 //! 1. the events' own counts, when they add up to the OSL (the server streamed cumulative
 //!    usage — vLLM `continuous_usage_stats` — or sent one token per event);
 //! 2. else the client tokenizer's count per event (`--tokenizer`; see `osl`), scaled to the

@@ -222,7 +222,7 @@ pub fn cdf_chart(name: &str, mut values_ms: Vec<f64>) -> Chart {
 
 /// TTFT and ITL distributions of a run's measured successful requests, streamed from its
 /// `requests.jsonl` into histograms (TTFT = first token − sent; ITL = every gap between
-/// consecutive token-bearing events, as `metrics.md` defines them). Memory stays bounded
+/// consecutive token-bearing events, as `docs/metrics.md` defines them). Memory stays bounded
 /// however long the run: a 10-minute run at 2,000 req/s has 1.2 M lines and 18 M gaps.
 pub fn latency_histograms(
     run_dir: &Path,

@@ -1,5 +1,5 @@
 //! Part of the summary (types only): the one list of the per-request distributions a run
-//! reports (`metrics.md`). One macro line per metric makes its `Metric` variant, its key in
+//! reports (`docs/metrics.md`). One macro line per metric makes its `Metric` variant, its key in
 //! `summary.json`'s `latency_ms` (the `Latency` field of the same name), its names for people
 //! and what it takes part in; the collector, the console, the HTML report, the interval logs,
 //! sweeps and SLOs all iterate `Metric::ALL`. Adding a metric is one line here and one arm
@@ -33,7 +33,7 @@ use role::{BLOCK, CURVE, HLOG, PLOT, ROW, SLO, STAGE, STREAM};
 
 macro_rules! metrics {
     ($( $(#[$doc:meta])* $variant:ident $field:ident $name:literal $title:literal $roles:expr; )*) => {
-        /// One per-request distribution of `metrics.md`.
+        /// One per-request distribution of `docs/metrics.md`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Metric {
             $( $(#[$doc])* $variant, )*
@@ -63,7 +63,7 @@ macro_rules! metrics {
             }
         }
 
-        /// The distributions of `metrics.md`, in milliseconds, one field per `Metric` (its
+        /// The distributions of `docs/metrics.md`, in milliseconds, one field per `Metric` (its
         /// key). Latencies are over measured successful requests; the streaming-only ones are
         /// empty for `--no-stream`.
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

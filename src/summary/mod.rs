@@ -451,7 +451,7 @@ pub fn percentile_label(key: &str) -> String {
 }
 
 /// A percentile p needs at least one sample beyond it to mean anything: 1/(1 − p/100)
-/// samples, which gives metrics.md's rule (p99 < 100, p99.9 < 1000) and extends it to every
+/// samples, which gives docs/metrics.md's rule (p99 < 100, p99.9 < 1000) and extends it to every
 /// configured percentile (p99.99 < 10 000, p90 < 10). p100 is the maximum, never marked.
 pub fn is_small_sample(p: f64, count: u64) -> bool {
     if p >= 100.0 {

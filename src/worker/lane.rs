@@ -308,7 +308,7 @@ async fn lane_task(
 /// request waits at the warm-up gate until the warm-up has drained and the measured phase
 /// opened; `--duration` counts from that opening.
 ///
-/// Each request's intended time is its user's previous request's end (`done_ns`, metrics.md),
+/// Each request's intended time is its user's previous request's end (`done_ns`, docs/metrics.md),
 /// not the time the user got round to the next one: whatever the worker spends between the
 /// two (handing the record over, other lanes' work in the same pass) shows in the
 /// from-intent latencies instead of vanishing. The first request's is the time it was
@@ -316,7 +316,7 @@ async fn lane_task(
 /// through.
 ///
 /// `starts_at`: with `--users-ramp`, the run-clock time this user starts; it sleeps until
-/// then, and its first request's intended time is exactly that (metrics.md: a closed-loop
+/// then, and its first request's intended time is exactly that (docs/metrics.md: a closed-loop
 /// request is due when its user is ready to send it), so a late start shows as lag.
 pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
     let s = &ctx.setup;

@@ -134,7 +134,7 @@ impl Pacer {
 const PROBE_EVERY: Duration = Duration::from_millis(10);
 
 /// A task that, every `PROBE_EVERY`, sleeps on its own precise timer and records how late
-/// it was polled after the deadline (`metrics.md`: how late a periodic timer fires). That
+/// it was polled after the deadline (`docs/metrics.md`: how late a periodic timer fires). That
 /// is the timer's own wake-up latency plus the time other ready work kept the loop busy:
 /// what any sleeping wake-up on this worker would have suffered at that moment. (A yield
 /// could not measure it: monoio polls a task that woke itself first, ahead of the queue.)

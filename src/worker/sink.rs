@@ -1,6 +1,6 @@
 //! Part of the worker (schedule → **worker** → http → sse → extract → **record**): what the
 //! response parser says, turned into a record's stamps, token counts and outcome — the
-//! decisions of metrics.md applied as bytes arrive: which event is a token (content or
+//! decisions of docs/metrics.md applied as bytes arrive: which event is a token (content or
 //! reasoning; a role-only or empty chunk is not), how many tokens an event carried (exact
 //! from cumulative usage, else one), OSL from usage or from the events, the bound on events
 //! kept. No I/O and no clock: the caller passes each read's stamp. Never prints.
@@ -26,7 +26,7 @@ pub(super) fn final_outcome(rec: &Record, state: &StreamState) -> Outcome {
 }
 
 /// OSL: the server's `usage.completion_tokens` when reported, else the tokens counted on
-/// events (metrics.md); the source is recorded.
+/// events (docs/metrics.md); the source is recorded.
 pub(super) fn resolve_osl(rec: &mut Record) {
     if let Some(n) = rec.usage_completion_tokens {
         rec.output_tokens = n;

@@ -45,7 +45,7 @@ fn closed_loop_fault_free_run_has_every_request_ok() {
     assert_eq!(u(&s, "tokens.output_source.usage"), 400);
     // 15 gaps between 16 token events per request.
     assert_eq!(u(&s, "latency_ms.itl.count"), 400 * 15);
-    // Throughput is the requests over the run's duration (metrics.md), not just positive.
+    // Throughput is the requests over the run's duration (docs/metrics.md), not just positive.
     let duration_s = f(&s, "duration_s");
     assert!(duration_s > 0.0 && duration_s < 60.0, "{duration_s} s");
     let rps = f(&s, "throughput.requests_per_s");
@@ -79,7 +79,7 @@ fn closed_loop_fault_free_run_has_every_request_ok() {
 }
 
 /// Issue #18: a closed-loop request is intended when its user's previous request ended
-/// (metrics.md), so the time the worker spends between the two counts from intent. Records
+/// (docs/metrics.md), so the time the worker spends between the two counts from intent. Records
 /// carry no user, so the check is on multisets, per worker: every request but each user's
 /// first is intended at some request's `done_ns`, each end used by at most one next request
 /// (several requests may end at the same stamp: reads returned by one pass share it).

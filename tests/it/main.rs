@@ -21,6 +21,7 @@ mod cli_gate;
 mod compat;
 mod contention;
 mod conversations;
+mod docs;
 mod e2e;
 mod endpoints;
 mod engine;

@@ -119,7 +119,7 @@ fn users_ramp_starts_user_k_of_n_at_k_d_over_n() {
         .iter()
         .map(|r| u(r, "intended_ns") - start)
         .collect();
-    // Each user's first request is due exactly when it starts (metrics.md: a closed-loop
+    // Each user's first request is due exactly when it starts (docs/metrics.md: a closed-loop
     // request is due when its user is ready), 0, 100, 200 and 300 ms; a user that starts
     // late shows it as lag, not as a later intended time.
     for k in 0..4u64 {
