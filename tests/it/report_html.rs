@@ -213,8 +213,9 @@ fn a_sweeps_report_uses_the_consoles_words_and_draws_every_chart_in_chromium() {
     );
     assert!(html.contains("2 PASS") && html.contains("<h2>Context</h2>"));
     if let Some(bin) = chromium_or_skip("a_sweeps_report_draws_every_chart_in_chromium") {
-        // Throughput and TTFT/ITL/E2E vs load, then the focus run's charts.
-        every_chart_draws(&bin, &page, 8);
+        // Throughput and TTFT/ITL/E2E vs load, then the focus run's CDFs and scatter (its
+        // timeline is too short to draw once its partial last second is left out).
+        every_chart_draws(&bin, &page, 7);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
