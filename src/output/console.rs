@@ -550,14 +550,18 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     verdict(s, out)
 }
 
+/// The verdict in words, as the console and `report.html` both say it.
+pub(crate) fn verdict_said(v: &crate::summary::Verdict) -> String {
+    match v.exit_code {
+        0 => "ok (exit 0)".to_string(),
+        code => format!("FAILED (exit {code})"),
+    }
+}
+
 /// The run's verdict, as its exit status will say it.
 fn verdict(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     let v = &s.verdict;
-    let said = match v.exit_code {
-        0 => "ok (exit 0)".to_string(),
-        code => format!("FAILED (exit {code})"),
-    };
-    row(out, "Verdict:", said)?;
+    row(out, "Verdict:", verdict_said(v))?;
     for r in &v.reasons {
         writeln!(out, "  - {r}")?;
     }

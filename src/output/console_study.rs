@@ -24,6 +24,18 @@ pub fn sweep_start(
     )
 }
 
+/// A point's verdict in the words the console and `report.html` both use: INTERRUPTED,
+/// INVALID (the client's overhead), PASS or FAIL against the SLOs; empty without SLOs.
+pub fn point_verdict(p: &Point) -> &'static str {
+    match (p.interrupted, p.valid, p.slos.is_empty(), p.pass) {
+        (true, ..) => "INTERRUPTED",
+        (_, false, _, false) => "INVALID",
+        (_, _, true, _) => "",
+        (_, _, false, true) => "PASS",
+        (_, _, false, false) => "FAIL",
+    }
+}
+
 /// One finished point: its verdict and figures on `out`, its warnings on `err`.
 pub fn point(out: &mut impl Write, err: &mut impl Write, p: &Point) -> io::Result<()> {
     let t = &p.throughput_requests_per_s;
@@ -39,13 +51,7 @@ pub fn point(out: &mut impl Write, err: &mut impl Write, p: &Point) -> io::Resul
             format!("{name}={}", opt(c.value_ms.median))
         })
         .collect();
-    let verdict = match (p.interrupted, p.valid, p.slos.is_empty(), p.pass) {
-        (true, ..) => "INTERRUPTED",
-        (_, false, _, false) => "INVALID",
-        (_, _, true, _) => "",
-        (_, _, false, true) => "PASS",
-        (_, _, false, false) => "FAIL",
-    };
+    let verdict = point_verdict(p);
     writeln!(
         out,
         "load {:>8}  {verdict:4}  {} req/s{spread}  goodput {}  achieved conc {} rate {}  {}",

@@ -1,7 +1,10 @@
 //! `report.html` and `plots/*.{svg,png}` of a run or a sweep (the last stage, beside **report**):
-//! one self-contained file — styles inline, plots inlined as SVG, no script, no link, nothing
-//! fetched — with the tables and the plots. Reads finished results and the run folders they
-//! were written to; writes files; never prints.
+//! one self-contained file — styles, data and scripts inline (uPlot, MIT, from `assets/uplot/`,
+//! and `report.js`), nothing fetched, so it opens offline from `file://` — with the run's
+//! context and verdict (`html_context`), the tables, and interactive charts (zoom, values on
+//! hover, log latency axes). Each chart's static SVG stays in the page for a browser without
+//! scripts, and in `plots/` beside its PNG for papers. Reads finished results and the run
+//! folders they were written to; writes files; never prints.
 
 use crate::output::plot::{self, Chart};
 use crate::summary::metric::{role, Metric};
@@ -15,8 +18,16 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1500px;marg
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00;font-weight:bold}.warn{color:#a60}\
-.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:12px}\
-.plots svg{width:100%;height:auto;border:1px solid #eee}";
+table.context td{text-align:left}table.context th{text-align:left;white-space:nowrap}\
+.verdict{font-size:1.15em}.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:12px}\
+figure.chart{margin:0;border:1px solid #eee;padding:4px}figure.chart svg{width:100%;height:auto}\
+figcaption{font-size:.85em;color:#555}figcaption button{margin-right:8px}.files{margin-left:1em;white-space:nowrap}";
+
+/// uPlot 1.6.32 (MIT, `assets/uplot/`): the charts' library, embedded.
+const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
+/// The page's own script: draws each chart spec with uPlot, keeps score of errors.
+const REPORT_JS: &str = include_str!("report.js");
 
 /// `s` with `&`, `<`, `>` and `"` escaped, for HTML text and attribute values.
 pub fn escape(s: &str) -> String {
@@ -30,64 +41,126 @@ fn num(v: Option<f64>) -> String {
     v.map_or("–".into(), |x| format!("{x:.2}"))
 }
 
-/// Renders each chart, writes it to `dir/plots/NAME.svg` and `NAME.png`, and returns the
-/// SVGs to inline.
-fn render(dir: &Path, charts: &[(&str, Chart)]) -> io::Result<Vec<String>> {
+/// A chart of the page, and the name of its static files under `plots/`.
+struct Figure {
+    name: String,
+    chart: Chart,
+}
+
+/// Writes each chart that has static files to `dir/plots/NAME.svg` and `NAME.png`, and
+/// returns the SVGs to inline (`None` for a chart drawn only live, or without `plot`).
+fn render(dir: &Path, figures: &[Figure]) -> io::Result<Vec<Option<String>>> {
     let plots = dir.join("plots");
     std::fs::create_dir_all(&plots)?;
     let mut out = vec![];
-    for (name, c) in charts {
-        let svg = c.svg().map_err(io::Error::other)?;
-        if let Some(svg) = svg {
+    for Figure { name, chart: c } in figures {
+        let svg = match c.scatter {
+            true => None,
+            false => c.svg().map_err(io::Error::other)?,
+        };
+        if let Some(svg) = &svg {
             crate::rt::file::write_atomic(&plots.join(format!("{name}.svg")), svg.as_ref())?;
             if let Some(png) = c.png().map_err(io::Error::other)? {
                 crate::rt::file::write_atomic(&plots.join(format!("{name}.png")), &png)?;
             }
-            // Drop the XML prolog, if any: the SVG goes inline.
-            let at = svg.find("<svg").unwrap_or(0);
-            out.push(svg[at..].to_string());
         }
+        // Drop the XML prolog, if any: the SVG goes inline.
+        out.push(svg.map(|svg| svg[svg.find("<svg").unwrap_or(0)..].to_string()));
     }
     Ok(out)
 }
 
-fn page(title: &str, body: &str) -> String {
+/// The charts' section: one `<figure>` per chart (the live chart, the static SVG under it
+/// until the script replaces it, the note and the static files), then the specs the script
+/// draws, as JSON (`<` escaped, so no string in it can close the script element).
+fn figures_html(dir: &Path, figures: Vec<Figure>) -> io::Result<(String, usize)> {
+    let figures: Vec<Figure> = (figures.into_iter())
+        .filter(|f| f.chart.ranges().is_some())
+        .collect();
+    let svgs = render(dir, &figures)?;
+    let mut b = String::from("<div class=\"plots\">\n");
+    for (i, (f, svg)) in figures.iter().zip(&svgs).enumerate() {
+        let mut caption = f.chart.note.as_deref().map(escape).unwrap_or_default();
+        if svg.is_some() {
+            let n = &f.name;
+            let _ = write!(
+                caption,
+                " <span class=\"files\">static: <a href=\"plots/{n}.svg\">SVG</a> · <a href=\"plots/{n}.png\">PNG</a></span>"
+            );
+        }
+        let _ = writeln!(
+            b,
+            "<figure class=\"chart\" id=\"chart-{i}\"><div class=\"live\"></div><div class=\"static\">{}</div><figcaption>{caption}</figcaption></figure>",
+            svg.as_deref().unwrap_or("")
+        );
+    }
+    b.push_str("</div>\n");
+    let specs: Vec<&Chart> = figures.iter().map(|f| &f.chart).collect();
+    let json = serde_json::to_string(&specs).map_err(io::Error::other)?;
+    let _ = writeln!(
+        b,
+        "<script type=\"application/json\" id=\"charts\">{}</script>",
+        json.replace('<', "\\u003c")
+    );
+    Ok((b, figures.len()))
+}
+
+fn page(title: &str, body: &str, charts: usize) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\
+         <style>{STYLE}\n{UPLOT_CSS}</style></head><body data-charts-expected=\"{charts}\">\n\
+         <p id=\"chart-errors\" class=\"fail\" hidden></p>\n{body}\
+         <script>{REPORT_JS}</script>\n<script>{UPLOT_JS}</script>\n</body></html>\n",
         escape(title)
     )
 }
 
-/// The per-run charts: CDFs of TTFT and ITL from `run_dir/requests.jsonl` and the
-/// per-second timeline when the summary carries one.
-fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<(String, Chart)> {
+/// The per-run charts: CDFs of TTFT and ITL and the per-request TTFT scatter from
+/// `run_dir/requests.jsonl`, the per-interval timeline when the summary carries one (its
+/// partial last interval left out), and the server's gauges when it was scraped.
+fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<Figure> {
+    let records = plot::read_run(run_dir).ok();
     let mut charts = vec![];
-    if let Ok((ttft, itl)) = plot::latency_histograms(run_dir) {
-        charts.push((
-            "cdf_ttft".into(),
-            plot::cdf_chart_from_histogram("TTFT", &ttft),
-        ));
-        charts.push((
-            "cdf_itl".into(),
-            plot::cdf_chart_from_histogram("ITL", &itl),
-        ));
+    if let Some(r) = &records {
+        let cdf = |name: &str, h| Figure {
+            name: format!("cdf_{}", name.to_lowercase()),
+            chart: plot::cdf_chart_from_histogram(name, h),
+        };
+        charts.extend([cdf("TTFT", &r.ttft), cdf("ITL", &r.itl)]);
     }
     let mut timeline = plot::timeline_charts(summary);
+    let ts = &summary["timeseries"];
+    let last_t_s = ts["points"]
+        .as_array()
+        .and_then(|p| p.last()?["t_s"].as_f64());
+    if let (Some(last), Some(width)) = (last_t_s, ts["interval_s"].as_f64()) {
+        let end_s = records.as_ref().and_then(|r| r.end_s);
+        plot::drop_partial_tail(&mut timeline, last, width, end_s);
+        timeline.retain(plot::shows_a_line);
+    }
     let server = server_scrapes(run_dir)
         .map(|s| plot::server_timeline_charts(&s))
         .unwrap_or_default();
-    // The server's gauges right under the client's TTFT and ITL, on the same time axis.
+    // The scatter and the server's gauges right under the client's TTFT and ITL, on the
+    // same time axis.
     let at = timeline
         .iter()
         .position(|c| c.title.starts_with(plot::LATENCY_TIMELINE))
         .map_or(timeline.len(), |i| i + 1);
     let n = server.len();
-    timeline.splice(at..at, server);
+    let scatter = records.map(|r| plot::ttft_scatter(&r.scatter));
+    timeline.splice(at..at, scatter.into_iter().chain(server));
     if n > 0 {
         plot::share_x(&mut timeline);
     }
-    for (i, c) in timeline.into_iter().enumerate() {
-        charts.push((format!("timeline_{i}"), c));
+    let mut i = 0;
+    for c in timeline {
+        let name = match c.scatter {
+            true => "ttft_scatter".to_string(),
+            false => format!("timeline_{i}"),
+        };
+        i += usize::from(!c.scatter);
+        charts.push(Figure { name, chart: c });
     }
     charts
 }
@@ -97,10 +170,6 @@ fn server_scrapes(run_dir: &Path) -> Option<Vec<crate::scrape::Scrape>> {
     use crate::scrape::{join::FILE_NAME, jsonl, scraper::DEFAULT_MAX_SCRAPES};
     let back = jsonl::read_file(&run_dir.join(FILE_NAME), 2 * DEFAULT_MAX_SCRAPES).ok()?;
     Some(back.scrapes)
-}
-
-fn plots_div(svgs: &[String]) -> String {
-    format!("<div class=\"plots\">{}</div>\n", svgs.join("\n"))
 }
 
 fn latency_table(s: &Summary) -> String {
@@ -155,32 +224,18 @@ fn endpoints_table(s: &Summary) -> String {
 /// `dir/report.html` for one run written to `dir`.
 pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
     let value = serde_json::to_value(s).map_err(io::Error::other)?;
-    let charts = run_charts(dir, &value);
-    let refs: Vec<(&str, Chart)> = charts
-        .iter()
-        .map(|(n, c)| (n.as_str(), c.clone()))
-        .collect();
-    let svgs = render(dir, &refs)?;
+    let (plots, n) = figures_html(dir, run_charts(dir, &value))?;
     let mut b = String::new();
     let _ = writeln!(b, "<h1>ringbench run — {}</h1>", escape(&s.started_at));
-    let _ = writeln!(
-        b,
-        "<p>{} ok of {} sent in {:.2} s · {} req/s · {} output tok/s · goodput {} req/s · overhead {}</p>",
-        s.counts.ok,
-        s.counts.sent,
-        s.duration_s,
-        num(s.throughput.requests_per_s),
-        num(s.throughput.output_tokens_per_s),
-        num(s.throughput.goodput_requests_per_s),
-        if s.overhead.valid { "valid" } else { "INVALID" }
-    );
+    b.push_str(&super::html_context::run_head(s));
+    b.push_str("<h2>Latency</h2>\n");
     b.push_str(&latency_table(s));
     b.push_str(&endpoints_table(s));
     warnings(&mut b, &s.warnings);
-    b.push_str("<h2>Plots</h2>\n");
-    b.push_str(&plots_div(&svgs));
+    b.push_str("<h2>Plots</h2>\n<p>Drag across a chart to zoom, double-click to zoom out; hover for values.</p>\n");
+    b.push_str(&plots);
     let path = dir.join("report.html");
-    crate::rt::file::write_atomic(&path, page("ringbench run", &b).as_ref())?;
+    crate::rt::file::write_atomic(&path, page("ringbench run", &b, n).as_ref())?;
     Ok(path)
 }
 
@@ -205,18 +260,19 @@ fn points_table(s: &Sweep) -> String {
     }
     t.push_str("</tr>\n");
     for p in &s.points {
-        t.push_str(&point_row(p, s.slos.is_empty()));
+        t.push_str(&point_row(p));
     }
     t.push_str("</table>\n");
     t
 }
 
-fn point_row(p: &Point, no_slo: bool) -> String {
+/// A point's row; its verdict in the console's words (`console_study::point_verdict`).
+fn point_row(p: &Point) -> String {
     let tp = &p.throughput_requests_per_s;
-    let verdict = match (no_slo, p.pass) {
-        (true, _) => "<td>–</td>".to_string(),
-        (false, true) => "<td class=\"pass\">pass</td>".into(),
-        (false, false) => "<td class=\"fail\">FAIL</td>".into(),
+    let verdict = match super::console_study::point_verdict(p) {
+        "" => "<td>–</td>".to_string(),
+        w @ "PASS" => format!("<td class=\"pass\">{w}</td>"),
+        w => format!("<td class=\"fail\">{w}</td>"),
     };
     let mut r = format!(
         "<tr><th>{}</th>{verdict}<td>{} ({}–{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
@@ -239,9 +295,15 @@ fn point_row(p: &Point, no_slo: bool) -> String {
 
 /// `dir/report.html` for a sweep written to `dir` (its points under `dir/points/`).
 pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
-    let mut charts: Vec<(String, Chart)> = vec![("throughput".into(), plot::throughput_chart(s))];
+    let mut charts = vec![Figure {
+        name: "throughput".into(),
+        chart: plot::throughput_chart(s),
+    }];
     for m in Metric::with(role::CURVE).map(Metric::key) {
-        charts.push((format!("latency_{m}"), plot::latency_chart(s, m)));
+        charts.push(Figure {
+            name: format!("latency_{m}"),
+            chart: plot::latency_chart(s, m),
+        });
     }
     // The CDFs and timeline of the most loaded point that still passes (or the last one).
     let focus = s
@@ -258,23 +320,24 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
             .first()
             .map(|r| serde_json::to_value(r).unwrap_or_default());
         charts.extend(run_charts(&run_dir, &v.unwrap_or_default()));
-        focus_note = format!("Distributions below are from the run at load {}.", p.load);
+        focus_note = format!(
+            "The CDFs, timelines and scatter below are of the run at load {}.",
+            p.load
+        );
     }
-    let refs: Vec<(&str, Chart)> = charts
-        .iter()
-        .map(|(n, c)| (n.as_str(), c.clone()))
-        .collect();
-    let svgs = render(dir, &refs)?;
+    let (plots, n) = figures_html(dir, charts)?;
     let mut b = String::from("<h1>ringbench sweep</h1>\n");
+    b.push_str(&super::html_context::sweep_head(s));
+    b.push_str("<h2>Analysis</h2>\n");
     b.push_str(&analysis_html(s));
     b.push_str("<h2>Points</h2>\n");
     b.push_str(&points_table(s));
     warnings(&mut b, &s.analysis.warnings);
-    b.push_str("<h2>Plots</h2>\n");
+    b.push_str("<h2>Plots</h2>\n<p>Drag across a chart to zoom, double-click to zoom out; hover for values.</p>\n");
     let _ = writeln!(b, "<p>{}</p>", escape(&focus_note));
-    b.push_str(&plots_div(&svgs));
+    b.push_str(&plots);
     let path = dir.join("report.html");
-    crate::rt::file::write_atomic(&path, page("ringbench sweep", &b).as_ref())?;
+    crate::rt::file::write_atomic(&path, page("ringbench sweep", &b, n).as_ref())?;
     Ok(path)
 }
 

@@ -6,7 +6,7 @@
 //!   definitions side by side, the calibration;
 //! - `console_study`: what sweeps, searches and comparisons print;
 //! - `export`: the run in vLLM's, AIPerf's and CSV form;
-//! - `html` and `plot`: `report.html` with its plots;
+//! - `html`, `html_context` and `plot`: `report.html` with its context and charts;
 //! - `study`: a sweep's and a search's files.
 
 pub mod console;
@@ -17,6 +17,7 @@ mod console_users;
 mod draw;
 pub mod export;
 pub mod html;
+mod html_context;
 pub mod plot;
 pub mod study;
 

@@ -11,9 +11,9 @@ use crate::summary::study::{Axis, Sweep};
 use hdrhistogram::Histogram;
 use std::path::Path;
 
-/// A line chart: named series, horizontal reference lines (SLO bounds) and vertical
-/// markers (knee, crossing).
-#[derive(Clone, Debug, Default)]
+/// A line chart (or a scatter): named series, horizontal reference lines (SLO bounds) and
+/// vertical markers (knee, crossing). It serializes as the spec `report.html`'s script draws.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Chart {
     /// Shown above the plot; names it in a `PlotError`.
     pub title: String,
@@ -31,6 +31,14 @@ pub struct Chart {
     pub log_x: bool,
     /// The x axis' range, when it must match other charts' (`share_x`); `None`: the data's.
     pub x_range: Option<(f64, f64)>,
+    /// A logarithmic y axis in the interactive chart (a latency axis); the static files keep
+    /// a linear one.
+    pub log_y: bool,
+    /// Points only, no lines; drawn interactively only (tens of thousands of markers make
+    /// no file worth keeping for a paper).
+    pub scatter: bool,
+    /// Shown under the chart: what was sampled or left out.
+    pub note: Option<String>,
 }
 
 /// A chart that could not be drawn or encoded: its title and why.
@@ -194,11 +202,13 @@ pub fn latency_chart(s: &Sweep, metric: &str) -> Chart {
         hlines,
         vlines,
         log_x: wide(s),
-        x_range: None,
+        log_y: true,
+        ..Chart::default()
     }
 }
 
-/// The empirical CDF of `values_ms` (sorted here), thinned to at most 400 steps.
+/// The empirical CDF of `values_ms` (sorted here), thinned to at most 400 steps, on a log
+/// latency axis (a linear one squashes the body against the left edge).
 pub fn cdf_chart(name: &str, mut values_ms: Vec<f64>) -> Chart {
     values_ms.retain(|v| v.is_finite());
     values_ms.sort_by(f64::total_cmp);
@@ -216,34 +226,138 @@ pub fn cdf_chart(name: &str, mut values_ms: Vec<f64>) -> Chart {
         x_label: format!("{name} (ms)"),
         y_label: "fraction ≤ x".into(),
         series: vec![(name.to_string(), pts)],
+        log_x: true,
         ..Chart::default()
     }
 }
 
-/// TTFT and ITL distributions of a run's measured successful requests, streamed from its
-/// `requests.jsonl` into histograms (TTFT = first token − sent; ITL = every gap between
-/// consecutive token-bearing events, as `docs/metrics.md` defines them). Memory stays bounded
-/// however long the run: a 10-minute run at 2,000 req/s has 1.2 M lines and 18 M gaps.
-pub fn latency_histograms(
-    run_dir: &Path,
-) -> Result<(Histogram<u64>, Histogram<u64>), crate::collector::replay::ReplayError> {
-    let (mut ttft, mut itl) = (new_histogram(), new_histogram());
+/// Most points of the per-request TTFT scatter: a browser draws them at once, and the
+/// page carries them all.
+pub const MAX_SCATTER_POINTS: usize = 20_000;
+
+/// Every `stride`-th of the records offered, at most `MAX_SCATTER_POINTS` of them: when the
+/// points reach twice the bound, every other one goes and the stride doubles. Deterministic
+/// (the file's order decides), so `ringbench report` draws the same points again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decimated {
+    /// One point kept per this many offered.
+    pub stride: u64,
+    /// Points offered.
+    pub offered: u64,
+    /// The points kept, in the order offered.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Default for Decimated {
+    fn default() -> Self {
+        Decimated {
+            stride: 1,
+            offered: 0,
+            points: vec![],
+        }
+    }
+}
+
+impl Decimated {
+    /// Offers one point.
+    pub fn offer(&mut self, p: (f64, f64)) {
+        if self.offered % self.stride == 0 {
+            self.points.push(p);
+            if self.points.len() > MAX_SCATTER_POINTS {
+                let mut i = 0;
+                self.points.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+        }
+        self.offered += 1;
+    }
+}
+
+/// What the report draws from a run's `requests.jsonl`: the TTFT and ITL distributions of
+/// its measured successful requests (TTFT = first token − sent; ITL = every gap between
+/// consecutive token-bearing events, as `docs/metrics.md` defines them), a bounded sample of
+/// (send time, TTFT) per request, and when its last measured request ended. Memory stays
+/// bounded however long the run: a 10-minute run at 2,000 req/s has 1.2 M lines and 18 M gaps.
+pub struct RunRecords {
+    /// TTFT, ns.
+    pub ttft: Histogram<u64>,
+    /// Chunk gaps, ns.
+    pub itl: Histogram<u64>,
+    /// (sent, s on the run clock; TTFT, ms), every `stride`-th request with a first token.
+    pub scatter: Decimated,
+    /// The last `done_ns` of a measured sent request, s on the run clock (the end of the
+    /// timeline's last interval).
+    pub end_s: Option<f64>,
+}
+
+/// Reads a run's `requests.jsonl` once for `RunRecords`.
+pub fn read_run(run_dir: &Path) -> Result<RunRecords, crate::collector::replay::ReplayError> {
+    let mut out = RunRecords {
+        ttft: new_histogram(),
+        itl: new_histogram(),
+        scatter: Decimated::default(),
+        end_s: None,
+    };
+    let mut end_ns: Option<u64> = None;
     crate::collector::replay::read_records(run_dir, |r| {
-        if r.warmup || r.outcome != crate::record::Outcome::Ok {
+        if r.warmup {
+            return;
+        }
+        if let (Some(_), Some(done)) = (r.sent_ns, r.done_ns) {
+            end_ns = end_ns.max(Some(done));
+        }
+        if r.outcome != crate::record::Outcome::Ok {
             return;
         }
         if let Some(t) = r.ttft_ns() {
-            ttft.saturating_record(t.max(1));
+            out.ttft.saturating_record(t.max(1));
+            let sent_s = r.sent_ns.unwrap_or_default() as f64 / 1e9;
+            out.scatter.offer((round3(sent_s), round3(t as f64 / 1e6)));
         }
         for gap in r.itl_gaps_ns() {
-            itl.saturating_record(gap.max(1));
+            out.itl.saturating_record(gap.max(1));
         }
     })?;
-    Ok((ttft, itl))
+    out.end_s = end_ns.map(|ns| ns as f64 / 1e9);
+    Ok(out)
+}
+
+/// To a thousandth: ms to the µs, s to the ms — what a chart can show, in a third of the
+/// characters.
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+/// TTFT against send time, one point per request (a bounded, deterministic sample).
+pub fn ttft_scatter(d: &Decimated) -> Chart {
+    let mut pts = d.points.clone();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let note = match d.stride {
+        1 => format!("all {} requests with a first token", d.offered),
+        k => format!(
+            "{} of {} requests with a first token: every {k}th in the log's order, at most \
+             {MAX_SCATTER_POINTS} drawn",
+            pts.len(),
+            d.offered
+        ),
+    };
+    Chart {
+        title: "TTFT of each request against its send time".into(),
+        x_label: "sent, time into the run (s)".into(),
+        y_label: "TTFT (ms)".into(),
+        series: vec![("TTFT".into(), pts)],
+        log_y: true,
+        scatter: true,
+        note: Some(note),
+        ..Chart::default()
+    }
 }
 
 /// The CDF of a histogram of nanoseconds, drawn in ms at 400 quantile steps (the
-/// histogram's 3 significant digits are far finer than a plot can show).
+/// histogram's 3 significant digits are far finer than a plot can show), on a log axis.
 pub fn cdf_chart_from_histogram(name: &str, h: &Histogram<u64>) -> Chart {
     const STEPS: u32 = 400;
     let mut pts: Vec<(f64, f64)> = vec![];
@@ -266,6 +380,7 @@ pub fn cdf_chart_from_histogram(name: &str, h: &Histogram<u64>) -> Chart {
         x_label: format!("{name} (ms)"),
         y_label: "fraction ≤ x".into(),
         series: vec![(name.to_string(), pts)],
+        log_x: true,
         ..Chart::default()
     }
 }
@@ -333,7 +448,10 @@ pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
             "req/s · requests",
             series_of(&|k| !is_ms(k) && !is_tokens(k)),
         ),
-        mk(LATENCY_TIMELINE, "ms", series_of(&is_ms)),
+        Chart {
+            log_y: true,
+            ..mk(LATENCY_TIMELINE, "ms", series_of(&is_ms))
+        },
         mk(
             "Output tokens over time",
             "tokens / s",
@@ -341,9 +459,40 @@ pub fn timeline_charts(summary: &serde_json::Value) -> Vec<Chart> {
         ),
     ]
     .into_iter()
-    // One interval is a dot, not a timeline.
-    .filter(|c| c.series.iter().any(|s| s.1.len() >= 2))
+    .filter(shows_a_line)
     .collect()
+}
+
+/// A timeline worth drawing: a series with two points (one interval is a dot, not a
+/// timeline), and a value other than 0 (a chart of zeros — a KV cache the server reports
+/// as empty throughout, tokens of an endpoint that has none — says nothing a line can).
+pub fn shows_a_line(c: &Chart) -> bool {
+    let points = || c.series.iter().flat_map(|s| s.1.iter());
+    c.series.iter().any(|s| s.1.len() >= 2) && points().any(|p| p.1 != 0.0)
+}
+
+/// Leaves the client timeline's last interval out when the run ended before it did: its
+/// rates are per full interval, so a partial one reads as a collapse. `last_t_s` is the
+/// last interval's start, `end_s` the run's end (its last measured request's end); without
+/// the end, the interval is taken as partial. Notes what was left out on each chart.
+pub fn drop_partial_tail(charts: &mut [Chart], last_t_s: f64, width_s: f64, end_s: Option<f64>) {
+    let covered = end_s.map(|e| (e - last_t_s).clamp(0.0, width_s));
+    if covered.is_some_and(|c| c >= width_s * 0.999) {
+        return;
+    }
+    let why = match covered {
+        Some(c) => format!(
+            "the last interval ({c:.2} s of {width_s} s, the run ended in it) is left out: its \
+             rates are per full interval"
+        ),
+        None => "the last interval is left out: it may be partial".to_string(),
+    };
+    for c in charts.iter_mut() {
+        for (_, pts) in &mut c.series {
+            pts.retain(|p| p.0 < last_t_s - width_s * 1e-6);
+        }
+        c.note = Some(why.clone());
+    }
 }
 
 /// The server's gauges over the run, from its scrapes (`server_metrics.jsonl`): one chart per
@@ -395,7 +544,7 @@ pub fn server_timeline_charts(scrapes: &[Scrape]) -> Vec<Chart> {
                 ..Chart::default()
             }
         })
-        .filter(|c| c.series.iter().any(|s| s.1.len() >= 2))
+        .filter(shows_a_line)
         .collect()
 }
 
@@ -571,6 +720,77 @@ mod tests {
     }
 
     #[test]
+    fn the_scatter_sample_is_bounded_even_and_the_same_every_time() {
+        let sample = |n: u64| {
+            let mut d = Decimated::default();
+            (0..n).for_each(|i| d.offer((i as f64, 1.0)));
+            d
+        };
+        let small = sample(500);
+        assert_eq!((small.stride, small.points.len()), (1, 500));
+        let big = sample(100_003);
+        assert!(big.points.len() <= MAX_SCATTER_POINTS);
+        assert!(
+            big.points.len() > MAX_SCATTER_POINTS / 2,
+            "{}",
+            big.points.len()
+        );
+        assert_eq!(big.offered, 100_003);
+        // Every stride-th offered, from the first: evenly spread over the whole run.
+        let k = big.stride as f64;
+        assert!(big
+            .points
+            .iter()
+            .enumerate()
+            .all(|(i, p)| p.0 == i as f64 * k));
+        assert!(big.points.last().unwrap().0 > 100_003.0 - k);
+        assert_eq!(sample(100_003), big);
+        let c = ttft_scatter(&big);
+        assert!(c.scatter && c.log_y);
+        let note = c.note.unwrap();
+        assert!(note.contains(&format!("every {}th", big.stride)), "{note}");
+    }
+
+    #[test]
+    fn a_partial_last_interval_is_left_out_and_a_full_one_kept() {
+        let chart = || Chart {
+            series: vec![("r".into(), vec![(0.0, 10.0), (1.0, 10.0), (2.0, 3.0)])],
+            ..Chart::default()
+        };
+        let mut cut = [chart()];
+        drop_partial_tail(&mut cut, 2.0, 1.0, Some(2.3));
+        assert_eq!(cut[0].series[0].1, [(0.0, 10.0), (1.0, 10.0)]);
+        assert!(cut[0].note.as_ref().unwrap().contains("0.30 s of 1 s"));
+        let mut unknown = [chart()];
+        drop_partial_tail(&mut unknown, 2.0, 1.0, None);
+        assert_eq!(unknown[0].series[0].1.len(), 2);
+        let mut full = [chart()];
+        drop_partial_tail(&mut full, 2.0, 1.0, Some(3.0));
+        assert_eq!((full[0].series[0].1.len(), &full[0].note), (3, &None));
+    }
+
+    #[test]
+    fn a_chart_of_zeros_is_left_out() {
+        let zeros = [
+            scrape("u", 0, 1.0, Some(0.0)),
+            scrape("u", 1_000_000_000, 2.0, Some(0.0)),
+        ];
+        let charts = server_timeline_charts(&zeros);
+        assert_eq!(
+            charts.len(),
+            1,
+            "running and waiting, not an empty KV cache"
+        );
+        assert_eq!(charts[0].y_label, "requests");
+        let s = serde_json::json!({"timeseries": {"interval_s": 1.0, "points": [
+            {"t_s": 0.0, "requests_per_s": 1.0, "output_tokens_per_s": 0.0},
+            {"t_s": 1.0, "requests_per_s": 2.0, "output_tokens_per_s": 0.0}
+        ]}});
+        let titles: Vec<String> = timeline_charts(&s).into_iter().map(|c| c.title).collect();
+        assert_eq!(titles, ["Request rate and in flight (per 1 s)"]);
+    }
+
+    #[test]
     fn tick_labels_are_short() {
         assert_eq!(tick(10.0), "10");
         assert_eq!(tick(0.25), "0.25");
@@ -599,6 +819,7 @@ mod tests {
         assert_eq!(last.1, 1.0);
         assert!((last.0 - 100.0).abs() < 0.1, "{last:?}");
         assert!(c.title.contains("100000 samples"), "{}", c.title);
+        assert!(c.log_x, "a latency axis is logarithmic");
         let mut same = new_histogram();
         same.record(5_000_000).unwrap();
         same.record(5_000_000).unwrap();

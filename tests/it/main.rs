@@ -38,6 +38,7 @@ mod parser_fixtures;
 mod progress;
 mod prometheus;
 mod records;
+mod report_html;
 mod request_ids;
 mod rerun;
 mod rx_timestamps;

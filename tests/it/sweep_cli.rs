@@ -68,6 +68,9 @@ fn sweep_with_an_invalid_point_exits_4_and_marks_it_unless_allowed() {
         assert_eq!(p["pass"], false);
     }
     assert!(s["analysis"]["knee"].is_null());
+    // report.html says it in the console's words (it once said FAIL or pass).
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<td class=\"fail\">INVALID</td>").count(), 2);
     let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
     assert!(
         csv.lines().nth(1).unwrap().ends_with(",false,false"),

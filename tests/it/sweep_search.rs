@@ -280,13 +280,18 @@ fn report_is_self_contained_and_plots_carry_data(dir: &std::path::Path, s: &Swee
     let html = std::fs::read_to_string(&path).unwrap();
     let lower = html.to_ascii_lowercase();
     for fetch in [
-        "src=", "href=", "<script", "<link", "@import", "url(", "<iframe", "<img",
+        "src=", "<link", "@import", "url(", "<iframe", "<img", "fetch(",
     ] {
         assert!(
             !lower.contains(fetch),
             "report.html has '{fetch}': it must need no network"
         );
     }
+    // Its scripts are inline; its only links are to its own static plots.
+    assert!(lower
+        .split("href=\"")
+        .skip(1)
+        .all(|l| l.starts_with("plots/")));
     // Throughput, TTFT/ITL/E2E vs load, CDFs of TTFT and ITL.
     let svgs: Vec<&str> = html.split("<svg").skip(1).collect();
     assert!(svgs.len() >= 6, "{} plots", svgs.len());
