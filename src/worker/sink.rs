@@ -493,15 +493,15 @@ mod tests {
         let tokens: Vec<u32> = empty.events.iter().map(|e| e.tokens).collect();
         assert_eq!(
             tokens,
-            [0, 1, 1, 1, 0, 0],
-            "role, three empty tokens, finish, usage"
+            [0, 1, 1, 1, 0, 0, 0],
+            "role, three empty tokens, finish, usage, [DONE]"
         );
         assert!(empty.first_token_ns.is_some() && empty.last_token_ns.is_some());
         assert_eq!((empty.output_tokens, empty.first_output_ns), (3, None));
         // With text, empty chunks stay what they were: not tokens.
         let mixed = stream(format!("{role}{}{}{finish}{usage}", chunk("a"), chunk("")));
         let tokens: Vec<u32> = mixed.events.iter().map(|e| e.tokens).collect();
-        assert_eq!(tokens, [0, 1, 0, 0, 0]);
+        assert_eq!(tokens, [0, 1, 0, 0, 0, 0]);
         // Without usage nothing says tokens came: no TTFT is made up.
         let bare = stream(format!("{role}{}{finish}data: [DONE]\n\n", chunk("")));
         assert_eq!(bare.first_token_ns, None);
