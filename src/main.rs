@@ -33,58 +33,10 @@ fn main() -> ExitCode {
         Command::K8s(args) => k8s(&args),
     };
     let exit = result.unwrap_or_else(|e| {
-        term::error(said(&e));
-        if e.is::<Usage>() {
-            Exit::Usage
-        } else {
-            Exit::Error
-        }
+        term::error(term::said(&e));
+        [Exit::Error, Exit::Usage][usize::from(e.is::<Usage>())]
     });
     ExitCode::from(exit.code())
-}
-
-/// An error and its causes, each said once: many errors already name their cause in their own
-/// message (`cannot write X: No space left on device`), which `{:#}` would repeat.
-fn said(e: &anyhow::Error) -> String {
-    let mut out = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !out.contains(&cause) {
-            out.push_str(": ");
-            out.push_str(&cause);
-        }
-    }
-    out
-}
-
-/// A server that refuses the connection is an error before the run (exit 1, "cannot
-/// connect"), with `--model` as without it (where asking `/v1/models` finds it out first);
-/// a slow or silent one is left to the run and its `--connect-timeout`.
-fn check_reachable(plan: &ringbench::plan::Plan) -> anyhow::Result<()> {
-    use std::net::ToSocketAddrs;
-    if plan.model.is_none() || plan.wait_ready_ns.is_some() {
-        return Ok(());
-    }
-    let limit = std::time::Duration::from_nanos(plan.connect_timeout_ns);
-    for t in &plan.targets {
-        // One that does not resolve is the run's own error to report.
-        let Some(addr) = (t.host.as_str(), t.port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-        else {
-            continue;
-        };
-        match std::net::TcpStream::connect_timeout(&addr, limit) {
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => anyhow::bail!(
-                "cannot connect to {}: {e} (check --url and that the server is up; \
-                 --wait-ready waits for it)",
-                t.url
-            ),
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// A usage error: said on stderr like any error, but exit 2.
@@ -106,11 +58,9 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 fn run(args: &RunArgs) -> Done {
     let (plan, demo) = args.run_plan().map_err(usage)?;
     args.check_out(plan.out_dir.as_deref()).map_err(usage)?;
-    check_reachable(&plan)?;
+    cli::run_args::check_reachable(&plan).map_err(anyhow::Error::msg)?;
     term::warn(args.vllm.ignored_warning());
-    if let Some(n) = cli::compat::url_note(args) {
-        term::note(n);
-    }
+    cli::compat::url_note(args).into_iter().for_each(term::note);
     if let Some((path, recorded)) = &args.rerun_of {
         term::rerun_notes(path, recorded, &plan);
     }

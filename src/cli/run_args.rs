@@ -506,6 +506,38 @@ const NOT_DEMO: [&str; 22] = [
     "sim_cpus",
 ];
 
+/// A server that refuses the connection is an error before the run (exit 1, "cannot
+/// connect"), with `--model` as without it (where asking `/v1/models` finds it out first);
+/// a slow or silent one is left to the run and its `--connect-timeout`.
+pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
+    use std::net::ToSocketAddrs;
+    if plan.model.is_none() || plan.wait_ready_ns.is_some() {
+        return Ok(());
+    }
+    let limit = std::time::Duration::from_nanos(plan.connect_timeout_ns);
+    for t in &plan.targets {
+        // One that does not resolve is the run's own error to report.
+        let Some(addr) = (t.host.as_str(), t.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+        else {
+            continue;
+        };
+        match std::net::TcpStream::connect_timeout(&addr, limit) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(format!(
+                    "cannot connect to {}: {e} (check --url and that the server is up; \
+                     --wait-ready waits for it)",
+                    t.url
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The files that mark a folder as holding a run's results (`check_out`).
 const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
 

@@ -318,7 +318,8 @@ fn failure_reasons_survive_the_log_and_the_report_recomputes_them() {
         "--out".as_ref(),
         again.as_os_str(),
     ]));
-    assert_eq!(ran.status.code(), Some(0), "{}", ran.stderr);
+    // 4 when this loaded machine made the run invalid: the report says so again.
+    assert!(matches!(ran.status.code(), Some(0 | 4)), "{}", ran.stderr);
     let (live, replayed) = (
         std::fs::read(dir.join("summary.json")).unwrap(),
         std::fs::read(again.join("summary.json")).unwrap(),
