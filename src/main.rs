@@ -33,12 +33,8 @@ fn main() -> ExitCode {
         Command::K8s(args) => k8s(&args),
     };
     let exit = result.unwrap_or_else(|e| {
-        term::error(format_args!("{e:#}"));
-        if e.is::<Usage>() {
-            Exit::Usage
-        } else {
-            Exit::Error
-        }
+        term::error(term::said(&e));
+        [Exit::Error, Exit::Usage][usize::from(e.is::<Usage>())]
     });
     ExitCode::from(exit.code())
 }
@@ -61,7 +57,10 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 
 fn run(args: &RunArgs) -> Done {
     let (plan, demo) = args.run_plan().map_err(usage)?;
+    args.check_out(plan.out_dir.as_deref()).map_err(usage)?;
+    cli::run_args::check_reachable(&plan).map_err(anyhow::Error::msg)?;
     term::warn(args.vllm.ignored_warning());
+    cli::compat::url_note(args).into_iter().for_each(term::note);
     if let Some((path, recorded)) = &args.rerun_of {
         term::rerun_notes(path, recorded, &plan);
     }
@@ -76,9 +75,9 @@ fn run(args: &RunArgs) -> Done {
         Err(e) => return Err(e.into()),
     };
     watch.finish();
-    console::print_console(&summary, &mut Stdout)?;
-    term::written(&plan)?;
     let not_measured = demo || args.self_check; // reported, and ends 0 even when invalid
+    console::print_run_console(&summary, args.allow_invalid || not_measured, &mut Stdout)?;
+    term::written(&plan)?;
     write!(Stdout, "{}", console::closing(&summary, demo, not_measured))?;
     Ok(summary.exit(args.allow_invalid || not_measured))
 }

@@ -543,6 +543,7 @@ pub fn lower(a: &RunArgs) -> Result<(RunArgs, Option<VllmResult>), UsageError> {
     let mut o = a.clone();
     let (vllm, aiperf) = (a.vllm.given(), a.aiperf.given());
     target(&mut o, aiperf)?;
+    url_endpoint(&mut o)?;
     endpoint(&mut o, vllm)?;
     stop_and_warmup(&mut o, vllm)?;
     dataset(&mut o, vllm)?;
@@ -572,6 +573,51 @@ fn target(o: &mut RunArgs, aiperf: bool) -> Result<(), UsageError> {
         *url = format!("http://{url}");
     }
     Ok(())
+}
+
+/// `--url`s pasted with their endpoint path (`http://h:8000/v1/chat/completions`): each cut
+/// to its base, and `--endpoint` set to the path's when not given (`url_note` says so). A
+/// path that contradicts `--endpoint`, or URLs naming different endpoints, are refused.
+fn url_endpoint(o: &mut RunArgs) -> Result<(), UsageError> {
+    let mut named: Option<Endpoint> = None;
+    for url in o.url.iter_mut() {
+        let Some((base, e)) = ringbench::plan::split_endpoint_url(url) else {
+            continue;
+        };
+        if let Some(given) = o.endpoint.filter(|&g| g != e) {
+            return usage(format!(
+                "--url {url} names {} but --endpoint says {}: give the server's base URL \
+                 ({base}) and the endpoint with --endpoint",
+                e.path(),
+                given.path()
+            ));
+        }
+        if named.is_some_and(|n| n != e) {
+            return usage(format!(
+                "--url: the URLs name different endpoints ({} and {}): one run calls one \
+                 endpoint; give base URLs and --endpoint",
+                named.map_or("", |n| n.path()),
+                e.path()
+            ));
+        }
+        named = Some(e);
+        *url = base.to_string();
+    }
+    o.endpoint = o.endpoint.or(named);
+    Ok(())
+}
+
+/// The one-line note for `--url`s given with their endpoint path: how they were read.
+pub fn url_note(a: &RunArgs) -> Option<String> {
+    let url = a
+        .url
+        .iter()
+        .find(|u| ringbench::plan::split_endpoint_url(u).is_some())?;
+    let (base, e) = ringbench::plan::split_endpoint_url(url)?;
+    Some(format!(
+        "--url {url}: read as --url {base} --endpoint {} (the base URL and the endpoint apart)",
+        e.path()
+    ))
 }
 
 /// vLLM's `--backend` name for an endpoint (its result file's `backend`).

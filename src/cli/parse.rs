@@ -30,6 +30,11 @@ impl Bare {
 /// number is in `bare`'s unit.
 pub fn duration_ns_in(s: &str, bare: Bare) -> Result<u64, String> {
     let s = s.trim();
+    if s.starts_with('-') {
+        return Err(format!(
+            "'{s}': must be positive (a duration like 30s, 2m, 500ms)"
+        ));
+    }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());

@@ -249,7 +249,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", help_heading = h::STOP)]
     pub request_count: Option<u64>,
     /// How long to send, like 30s or 2m (bare: s) [default: no limit]
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::STOP)]
+    // Hyphen values reach the parser, so `-5s` is told it must be positive rather than
+    // being taken for a flag.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, allow_hyphen_values = true, help_heading = h::STOP)]
     pub duration: Option<u64>,
     /// The first N requests are warm-up, left out of every figure
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = h::STOP)]
@@ -265,8 +267,17 @@ pub struct RunArgs {
     pub grace: u64,
 
     /// Write summary.json, requests.jsonl, exports, report.html here
+    ///
+    /// Created if missing. A folder that holds another run's files (summary.json,
+    /// requests.jsonl, run.json) is refused unless --overwrite is given.
     #[arg(long, value_name = "DIR", help_heading = h::OUTPUT)]
     pub out: Option<PathBuf>,
+    /// Let --out replace another run's files in its folder
+    ///
+    /// The new run's files replace the old ones of the same name; files of the old run
+    /// that this one does not write (an export not asked this time) stay.
+    #[arg(long, help_heading = h::OUTPUT)]
+    pub overwrite: bool,
     /// Exports --out writes: vllm, aiperf, csv, all or none [default: all]
     #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
     pub export: Option<Vec<String>>,
@@ -495,6 +506,41 @@ const NOT_DEMO: [&str; 22] = [
     "sim_cpus",
 ];
 
+/// A server that refuses the connection is an error before the run (exit 1, "cannot
+/// connect"), with `--model` as without it (where asking `/v1/models` finds it out first);
+/// a slow or silent one is left to the run and its `--connect-timeout`.
+pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
+    use std::net::ToSocketAddrs;
+    if plan.model.is_none() || plan.wait_ready_ns.is_some() {
+        return Ok(());
+    }
+    let limit = std::time::Duration::from_nanos(plan.connect_timeout_ns);
+    for t in &plan.targets {
+        // One that does not resolve is the run's own error to report.
+        let Some(addr) = (t.host.as_str(), t.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+        else {
+            continue;
+        };
+        match std::net::TcpStream::connect_timeout(&addr, limit) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(format!(
+                    "cannot connect to {}: {e} (check --url and that the server is up; \
+                     --wait-ready waits for it)",
+                    t.url
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The files that mark a folder as holding a run's results (`check_out`).
+const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
+
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
 /// The prompt length when no flag sets it.
@@ -537,6 +583,38 @@ impl RunArgs {
             || sim_ids.iter().any(|id| given(id))
             || self.vllm.given()
             || self.aiperf.given())
+    }
+
+    /// `--out DIR` (the plan's, vLLM's and AIPerf's spellings lowered), checked before
+    /// anything is sent: created if missing; refused when it cannot be written, or when it
+    /// holds another run's files and `--overwrite` was not given (a new run's files beside an
+    /// old run's would read as one run).
+    pub fn check_out(&self, out: Option<&std::path::Path>) -> Result<(), UsageError> {
+        let Some(dir) = out else {
+            return Ok(());
+        };
+        let found: Vec<&str> = RUN_FILES
+            .into_iter()
+            .filter(|f| dir.join(f).exists())
+            .collect();
+        if !found.is_empty() && !self.overwrite {
+            return Err(UsageError(format!(
+                "--out {}: holds another run's files ({}); give a new or empty folder, or \
+                 --overwrite to replace them",
+                dir.display(),
+                found.join(", ")
+            )));
+        }
+        let probe = dir.join(".ringbench-write-check");
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&probe, b""))
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(|e| {
+                UsageError(format!(
+                    "--out {}: cannot write there ({e}); give a folder you can write",
+                    dir.display()
+                ))
+            })
     }
 
     /// The input length asked for (`--input-tokens`, or the default).
@@ -1080,6 +1158,12 @@ pub(crate) mod tests {
             assert!(err.contains(want), "{args:?}: {err}");
         }
         assert!(plan(&["--concurrency", "4", "--request-rate", "5"]).is_err());
+        // A negative duration is a value, told what is wrong with it, not a flag.
+        let err = plan(&["--duration", "-5s"]).unwrap_err();
+        assert!(
+            err.contains("--duration") && err.contains("must be positive"),
+            "{err}"
+        );
         // Malformed values and unknown flags are clap's errors (exit code 2 as well).
         for bad in [
             &["--sim-fault", "nope:0.1"][..],
@@ -1090,6 +1174,107 @@ pub(crate) mod tests {
         ] {
             assert!(plan(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_url_pasted_with_its_endpoint_is_split_into_base_and_endpoint() {
+        let p = plan(&["--url", "http://h:8000/v1/chat/completions"]).unwrap();
+        let t = &p.targets[0];
+        assert_eq!(
+            (t.host.as_str(), t.port, t.base_path.as_str()),
+            ("h", 8000, "")
+        );
+        assert_eq!(p.endpoint, Endpoint::Chat);
+        let p = plan(&["--url", "https://gw/team/v1/embeddings/"]).unwrap();
+        assert_eq!(
+            (p.targets[0].base_path.as_str(), p.endpoint),
+            ("/team", Endpoint::Embeddings)
+        );
+        assert!(
+            !p.stream,
+            "the endpoint read from the URL decides streaming too"
+        );
+        let p = plan(&["--url", "http://h:80/rerank"]).unwrap();
+        assert_eq!(p.endpoint, Endpoint::TeiRerank);
+        let p = plan(&["--url", "http://h:1/v1/rerank"]).unwrap();
+        assert_eq!(p.endpoint, Endpoint::Rerank, "the longest path wins");
+        // The same endpoint given again is fine; a different one is refused.
+        let same = ["--url", "http://h:1/v1/messages", "--endpoint", "messages"];
+        assert_eq!(plan(&same).unwrap().endpoint, Endpoint::Messages);
+        let err = plan(&["--url", "http://h:1/v1/completions", "--endpoint", "chat"]).unwrap_err();
+        assert!(
+            err.contains("--endpoint says /v1/chat/completions"),
+            "{err}"
+        );
+        let err = plan(&[
+            "--url",
+            "http://a:1/v1/completions",
+            "--url",
+            "http://b:1/v1/chat/completions",
+        ])
+        .unwrap_err();
+        assert!(err.contains("different endpoints"), "{err}");
+        // A base URL is left alone.
+        let p = plan(&["--url", "http://h:1/v1"]).unwrap();
+        assert_eq!(
+            (p.targets[0].base_path.as_str(), p.endpoint),
+            ("", Endpoint::Chat)
+        );
+        let cli = Cli::try_parse_from([
+            "ringbench",
+            "run",
+            "--url",
+            "http://h:8000/v1/chat/completions",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            crate::cli::compat::url_note(&run).as_deref(),
+            Some(
+                "--url http://h:8000/v1/chat/completions: read as --url http://h:8000 --endpoint \
+                 /v1/chat/completions (the base URL and the endpoint apart)"
+            )
+        );
+    }
+
+    #[test]
+    fn out_refuses_another_runs_folder_unless_overwrite_and_names_the_flag() {
+        let parsed = |extra: &[&str]| {
+            let mut argv = vec!["ringbench", "run"];
+            argv.extend_from_slice(extra);
+            let Command::Run(run) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("not run")
+            };
+            run
+        };
+        let dir = std::env::temp_dir().join(format!("ringbench-out-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let fresh = dir.join("new");
+        parsed(&[]).check_out(Some(&fresh)).unwrap();
+        assert!(fresh.is_dir(), "created");
+        std::fs::write(fresh.join("requests.jsonl"), b"{}\n").unwrap();
+        std::fs::write(fresh.join("notes.txt"), b"mine").unwrap();
+        let err = parsed(&[]).check_out(Some(&fresh)).unwrap_err().0;
+        assert!(
+            err.contains("--out") && err.contains("requests.jsonl") && err.contains("--overwrite"),
+            "{err}"
+        );
+        parsed(&["--overwrite"]).check_out(Some(&fresh)).unwrap();
+        // A folder with other files only is fine; so is no --out.
+        std::fs::remove_file(fresh.join("requests.jsonl")).unwrap();
+        parsed(&[]).check_out(Some(&fresh)).unwrap();
+        parsed(&[]).check_out(None).unwrap();
+        // A folder that cannot be made: the flag named, the OS error once.
+        let blocked = fresh.join("notes.txt").join("sub");
+        let err = parsed(&[]).check_out(Some(&blocked)).unwrap_err().0;
+        assert!(
+            err.starts_with("--out ") && err.contains("cannot write there"),
+            "{err}"
+        );
+        assert_eq!(err.matches("os error").count(), 1, "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

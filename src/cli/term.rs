@@ -92,6 +92,20 @@ pub fn merge_incomplete(summary: &ringbench::Summary) {
     }
 }
 
+/// An error and its causes, each said once: many errors already name their cause in their own
+/// message (`cannot write X: No space left on device`), which `{:#}` would repeat.
+pub fn said(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !out.contains(&cause) {
+            out.push_str(": ");
+            out.push_str(&cause);
+        }
+    }
+    out
+}
+
 /// `note: …` on stderr.
 pub fn note(n: impl std::fmt::Display) {
     let _ = writeln!(io::stderr(), "note: {n}");

@@ -648,6 +648,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "tools",
         // A pooling endpoint's figures: always present, null for a generating one.
         "pooling",
+        // The failures by reason: always present, empty without one.
+        "errors",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

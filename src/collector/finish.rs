@@ -113,6 +113,7 @@ impl Collector {
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
+            errors: m.errors.summary(),
         }
     }
 }
@@ -307,6 +308,22 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
         warnings.push(format!(
             "{} events exceeded the per-record bound and were not stored: ITL and max stall miss them",
             m.events_dropped
+        ));
+    }
+    if m.no_token > 0 {
+        warnings.push(format!(
+            "{} of {} successful streamed requests carried no token-bearing event (no text, \
+             and no usage to count empty-text tokens by): they are not in TTFT, TTST, TPOT, ITL \
+             or max stall",
+            m.no_token, m.ok
+        ));
+    }
+    if m.empty_text_only > 0 {
+        warnings.push(format!(
+            "{} of {} successful streamed requests streamed only empty-text tokens (`\"content\": \
+             \"\"` chunks, the server's usage counting tokens): their TTFT is their first such \
+             chunk, as vLLM counts it; they have no TTFO or TTFV",
+            m.empty_text_only, m.ok
         ));
     }
     if m.delivery_negative > 0 {

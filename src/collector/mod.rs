@@ -20,6 +20,7 @@ mod cancels;
 pub mod definitions;
 mod dist;
 mod endpoints;
+mod errors;
 mod finish;
 pub mod hlog;
 mod isl;
@@ -204,6 +205,13 @@ struct Measured {
     /// Keyed by outcome and, for HTTP statuses only, the code; turned into strings at the end
     /// so that a failure costs no allocation.
     failed_by_kind: BTreeMap<(Outcome, u16), u64>,
+    /// The same failures by the server's message (`summary.json`'s `errors`).
+    errors: errors::ErrorTally,
+    /// Successful streamed requests without a token-bearing event (not in TTFT, TPOT, ITL),
+    /// and those whose tokens all came as empty text (`worker::sink::credit_empty_text`):
+    /// each said in a warning with its count.
+    no_token: u64,
+    empty_text_only: u64,
     /// Send stamps and intended times of measured sent requests.
     sent_span: Span,
     intended_span: Span,
@@ -440,6 +448,7 @@ impl Measured {
                     0
                 };
                 *self.failed_by_kind.entry((kind, status)).or_insert(0) += 1;
+                self.errors.add(rec);
             }
         }
     }
@@ -492,6 +501,13 @@ impl Measured {
         }
         if stream {
             self.stalls.add(rec);
+            match rec.first_token_ns {
+                None => self.no_token += 1,
+                Some(_) if rec.token_events().all(|e| !e.output && !e.reasoning) => {
+                    self.empty_text_only += 1
+                }
+                Some(_) => {}
+            }
         }
         for m in Metric::ALL {
             record_metric(m, rec, stream, &mut self.dists.metrics[m.index()]);

@@ -52,6 +52,11 @@ pub struct EventInfo {
     pub visible: bool,
     /// `finish_reason` was present and not null.
     pub finish: bool,
+    /// A chat or completions chunk whose `delta.content` (or `text`) is an empty string, with
+    /// no role and no finish: what vLLM streams for a token that decodes to no text yet. Not
+    /// a token by itself; the sink credits such events when the server's usage says tokens
+    /// were generated and no event carried text (`worker::sink::credit_empty_text`).
+    pub empty_text: bool,
     /// A non-null `usage` object was present.
     pub usage: Option<Usage>,
     /// A top-level `error` (object or string) was present: a mid-stream error event.
@@ -317,11 +322,13 @@ impl Seen {
 fn read_choice(choice: &Object<'_, '_>, info: &mut EventInfo) {
     let (mut text, mut delta, mut message) = (0, None, None);
     let mut seen = Seen::default();
+    let mut empty_text = false;
     for (key, v) in choice.iter() {
         match key {
             "finish_reason" if seen.first(0) => info.finish = !v.is_null(),
             "text" if seen.first(1) => {
                 text = str_len(Some(v));
+                empty_text = v.as_str() == Some("");
                 info.visible |= visible(&v);
             }
             "delta" if seen.first(2) => delta = v.as_object(),
@@ -335,25 +342,32 @@ fn read_choice(choice: &Object<'_, '_>, info: &mut EventInfo) {
     };
     info.content_bytes = content.saturating_add(text);
     info.reasoning_bytes = reasoning;
+    info.empty_text = (empty_text || info.empty_text) && !info.finish && !info.carries_token();
 }
 
 /// Content and reasoning bytes of a `delta` or `message` object, in one pass; `visible` set
 /// when the content holds more than white space; its tool calls counted into `info`.
 fn read_message(d: &Object<'_, '_>, info: &mut EventInfo) -> (u32, u32) {
     let (mut content, mut reasoning, mut reasoning_content) = (0u32, 0u32, 0u32);
+    let (mut empty, mut role) = (false, false);
     let mut seen = Seen::default();
     for (key, v) in d.iter() {
         match key {
             "content" if seen.first(0) => {
                 content = str_len(Some(v));
+                empty = v.as_str() == Some("");
                 info.visible |= visible(&v);
             }
+            // A role announces the answer (vLLM's first chunk, `"content": ""`): not a
+            // token, nor an empty-text one.
+            "role" => role = true,
             "reasoning" if seen.first(1) => reasoning = str_len(Some(v)),
             "reasoning_content" if seen.first(2) => reasoning_content = str_len(Some(v)),
             "tool_calls" if seen.first(3) => read_tool_calls(v, info, None),
             _ => {}
         }
     }
+    info.empty_text = empty && !role;
     (content, reasoning.saturating_add(reasoning_content))
 }
 

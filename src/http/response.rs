@@ -11,9 +11,11 @@
 //! the same way) and read at its end.
 //!
 //! Non-2xx responses: the sink gets `head(status, ..)` and **no events**; the body is read
-//! to its end by its framing (and thrown away) so the connection can be reused. The status
-//! alone decides the record's outcome, so a server's error body cannot be miscounted as
-//! output.
+//! to its end by its framing so the connection can be reused, and handed to the sink only as
+//! a failure's reason (`failure_body`). The status alone decides the record's outcome, so a
+//! server's error body cannot be miscounted as output. A 2xx body or event that does not
+//! parse, and an error event's payload, go to the sink the same way before the error (or
+//! the event) is reported.
 //!
 //! Bytes after the end of a response in the same feed (which a non-pipelining client never
 //! asked for) make `keep_alive` false: the connection's framing can no longer be trusted.
@@ -71,6 +73,15 @@ pub trait ResponseSink {
     /// Just before `head`, the value of the final head's `x-request-id` header, if it has
     /// one (the first, when several).
     fn request_id(&mut self, _value: &[u8]) {}
+    /// Just before `head`, the value of the final head's `content-type` header, if it has
+    /// one (the last, when several).
+    fn content_type(&mut self, _value: &[u8]) {}
+    /// A piece of a failure's body, in order: a non-2xx body as it arrives, or the bytes of a
+    /// 2xx body or SSE event that did not parse, just before the error. The sink keeps what
+    /// its bound allows.
+    fn failure_body(&mut self, _piece: &[u8]) {}
+    /// Right after an `event` that is an error (`EventInfo::error`), its payload.
+    fn error_payload(&mut self, _payload: &[u8]) {}
 }
 
 /// Why a response could not be read; `outcome` names the record outcome it ends in.
@@ -173,6 +184,8 @@ struct Head {
     sse: bool,
     /// Where the first `x-request-id` value is in the parsed bytes: (offset, length).
     request_id: Option<(u32, u32)>,
+    /// Where the last `content-type` value is in the parsed bytes: (offset, length).
+    content_type: Option<(u32, u32)>,
 }
 
 /// Parser for the responses of one connection; `reset` before each request.
@@ -325,17 +338,19 @@ impl ResponseParser {
             let Some((carried, head)) = self.next_head(input)? else {
                 return Ok(None);
             };
-            if let (Some((at, len)), false) = (head.request_id, (100..200).contains(&head.status)) {
-                // Parsed from the carried bytes when there were any, else from `input`: the
+            if !(100..200).contains(&head.status) {
+                // Parsed from the carried bytes when there were any, else from `input`: a
                 // value is a range of that buffer.
                 let from = if carried > 0 {
                     &self.head_buf[..]
                 } else {
                     input
                 };
-                let (at, len) = (at as usize, len as usize);
-                if let Some(v) = from.get(at..at + len) {
+                if let Some(v) = value_at(from, head.request_id) {
                     sink.request_id(v);
+                }
+                if let Some(v) = value_at(from, head.content_type) {
+                    sink.content_type(v);
                 }
             }
             // A head found in the carried bytes alone would have been found a read ago.
@@ -453,9 +468,15 @@ impl ResponseParser {
     /// Hand decoded body bytes to the consumer chosen by status and content type.
     fn deliver(&mut self, piece: &[u8], sink: &mut impl ResponseSink) -> Result<(), ResponseError> {
         match self.kind {
-            BodyKind::Discard => Ok(()),
+            BodyKind::Discard => {
+                if self.status >= 300 {
+                    sink.failure_body(piece);
+                }
+                Ok(())
+            }
             BodyKind::Json => {
                 if self.json.len() + piece.len() > self.limits.max_body_bytes {
+                    sink.failure_body(&self.json);
                     return Err(ResponseError::BodyTooLarge);
                 }
                 self.json.extend_from_slice(piece);
@@ -472,10 +493,19 @@ impl ResponseParser {
             BodyKind::Sse => {
                 let extractor = &mut self.extractor;
                 self.sse.push(piece, |payload| {
-                    let ev = extractor.event(payload).map_err(ResponseError::BadEvent)?;
+                    let ev = match extractor.event(payload) {
+                        Ok(ev) => ev,
+                        Err(e) => {
+                            sink.failure_body(payload);
+                            return Err(ResponseError::BadEvent(e));
+                        }
+                    };
                     sink.event(&ev);
                     if !extractor.text().is_empty() {
                         sink.text(extractor.text());
+                    }
+                    if ev.error {
+                        sink.error_payload(payload);
                     }
                     Ok(())
                 })
@@ -490,13 +520,19 @@ impl ResponseParser {
         sink: &mut impl ResponseSink,
     ) -> Result<Progress, ResponseError> {
         if self.kind == BodyKind::Json {
-            let ev = self
-                .extractor
-                .body(&self.json)
-                .map_err(ResponseError::BadBody)?;
+            let ev = match self.extractor.body(&self.json) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    sink.failure_body(&self.json);
+                    return Err(ResponseError::BadBody(e));
+                }
+            };
             sink.event(&ev);
             if !self.extractor.text().is_empty() {
                 sink.text(self.extractor.text());
+            }
+            if ev.error {
+                sink.error_payload(&self.json);
             }
         } else if self.kind == BodyKind::Pooled {
             let ev = self.pooled.finish().map_err(ResponseError::BadBody)?;
@@ -539,13 +575,25 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<Head>, ResponseError> {
     };
     for h in resp.headers.iter() {
         read_header(&mut head, h.name, h.value)?;
-        if head.request_id.is_none() && h.name.eq_ignore_ascii_case(REQUEST_ID_HEADER) {
-            // httparse's value is a slice of `buf`.
+        // httparse's value is a slice of `buf`.
+        let range = || {
             let at = h.value.as_ptr() as usize - buf.as_ptr() as usize;
-            head.request_id = Some((at as u32, h.value.len() as u32));
+            Some((at as u32, h.value.len() as u32))
+        };
+        if head.request_id.is_none() && h.name.eq_ignore_ascii_case(REQUEST_ID_HEADER) {
+            head.request_id = range();
+        }
+        if h.name.eq_ignore_ascii_case("content-type") {
+            head.content_type = range();
         }
     }
     Ok(Some(head))
+}
+
+/// The bytes of a header value found at `range` of `from` (see `Head`).
+fn value_at(from: &[u8], range: Option<(u32, u32)>) -> Option<&[u8]> {
+    let (at, len) = range?;
+    from.get(at as usize..at as usize + len as usize)
 }
 
 fn read_header(head: &mut Head, name: &str, value: &[u8]) -> Result<(), ResponseError> {

@@ -28,6 +28,16 @@ const SMALL_MARK: &str = " *";
 /// Writes the run's report block to `out`, in vLLM's layout: results, a block each for TTFT,
 /// TPOT, ITL and E2E, the other latencies, the client's overhead and the warnings.
 pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    print_run_console(summary, false, out)
+}
+
+/// `print_console` for a run whose exit status `--allow-invalid` may change: the verdict
+/// row says what the process will exit with (`INVALID (allowed, exit 0)`).
+pub fn print_run_console(
+    summary: &Summary,
+    allow_invalid: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let s = summary;
     writeln!(out, "{}", rule(" Serving Benchmark Result ", '='))?;
     results(s, out)?;
@@ -50,6 +60,7 @@ pub fn print_console(summary: &Summary, out: &mut impl Write) -> io::Result<()> 
     small |= stages_block(s, out)?;
     super::console_server::server_block(s.server.as_ref(), out)?;
     overhead(s, out)?;
+    verdict(s, allow_invalid, out)?;
     if !s.warnings.is_empty() {
         writeln!(out, "{}", rule("Warnings", '-'))?;
         for w in &s.warnings {
@@ -108,9 +119,7 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     }
     row(out, "Successful requests:", c.ok)?;
     row(out, "Failed requests:", c.failed)?;
-    for (kind, n) in &c.failed_by_kind {
-        row(out, &format!("  {}:", failure_label(kind)), n)?;
-    }
+    failures(s, out)?;
     if c.cancelled > 0 || c.not_sent > 0 {
         row(
             out,
@@ -177,6 +186,57 @@ fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         "Mean concurrency (Little's law):",
         num(s.achieved.concurrency_mean, 2),
     )
+}
+
+/// Longest message the console prints of a failure group, characters.
+const CONSOLE_MESSAGE_CHARS: usize = 100;
+
+/// The failure counts by kind, then the three most frequent reasons (`errors`) and, when
+/// the server refused prompts as longer than its context, the flags that cap them.
+fn failures(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+    for (kind, n) in &s.counts.failed_by_kind {
+        row(out, &format!("  {}:", failure_label(kind)), n)?;
+    }
+    for g in s.errors.iter().take(3) {
+        let status = match g.status {
+            Some(st) if !g.kind.starts_with("http_") => format!(" (status {st})"),
+            _ => String::new(),
+        };
+        let message = match &g.message {
+            Some(m) if m.chars().count() > CONSOLE_MESSAGE_CHARS => {
+                format!(
+                    "{}…",
+                    m.chars().take(CONSOLE_MESSAGE_CHARS).collect::<String>()
+                )
+            }
+            Some(m) => m.clone(),
+            None => "(no message from the server)".into(),
+        };
+        writeln!(out, "    {} × {}{status}: {message}", g.count, g.kind)?;
+    }
+    let refused: u64 = s
+        .errors
+        .iter()
+        .filter(|g| g.is_context_overflow())
+        .map(|g| g.count)
+        .sum();
+    if refused > 0 {
+        writeln!(out, "{}", context_hint(s, refused))?;
+    }
+    Ok(())
+}
+
+/// What to do about prompts the server refused as longer than its context window.
+fn context_hint(s: &Summary, refused: u64) -> String {
+    let window = s.errors.iter().find_map(|g| g.context_tokens());
+    let window_text = window.map_or(String::new(), |n| format!(" of {n} tokens"));
+    let turns = s.sessions.is_some();
+    let cap = match (turns, window) {
+        (true, Some(n)) => format!("cap the conversations' history with --max-context-tokens {n} (less the answer's --output-tokens)"),
+        (true, None) => "cap the conversations' history with --max-context-tokens N (the server's context less --output-tokens)".into(),
+        (false, _) => "shorten the prompts with --input-tokens or the answers with --output-tokens".into(),
+    };
+    format!("  hint: the server refused {refused} request(s) as longer than its context{window_text}: {cap}")
 }
 
 /// A failure kind as the console names it: the `failed_by_kind` key, or what it means where
@@ -547,25 +607,38 @@ fn overhead(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     for r in &o.invalid_reasons {
         writeln!(out, "  - {r}")?;
     }
-    verdict(s, out)
+    Ok(())
 }
 
-/// The verdict in words, as the console and `report.html` both say it.
-pub(crate) fn verdict_said(v: &crate::summary::Verdict) -> String {
-    match v.exit_code {
-        0 => "ok (exit 0)".to_string(),
-        code => format!("FAILED (exit {code})"),
-    }
-}
-
-/// The run's verdict, as its exit status will say it.
-fn verdict(s: &Summary, out: &mut impl Write) -> io::Result<()> {
+/// The run's verdict, in the words of the exit status the process will end with (one word
+/// per kind of status, the same in every command: `ok`, `INVALID`, `FAILED` (a gate, or none
+/// succeeded), `INTERRUPTED`); an invalid run let through by `--allow-invalid` says so.
+fn verdict(s: &Summary, allow_invalid: bool, out: &mut impl Write) -> io::Result<()> {
     let v = &s.verdict;
-    row(out, "Verdict:", verdict_said(v))?;
+    let exit = s.exit(allow_invalid);
+    row(out, "Verdict:", verdict_words(exit, !s.overhead.valid))?;
     for r in &v.reasons {
         writeln!(out, "  - {r}")?;
     }
     Ok(())
+}
+
+/// The verdict row's words for `exit`; `invalid`: the client's overhead made the run
+/// invalid (said even when `--allow-invalid` let it exit otherwise).
+pub fn verdict_words(exit: crate::summary::Exit, invalid: bool) -> String {
+    use crate::summary::Exit;
+    let code = exit.code();
+    let word = match exit {
+        Exit::Ok if invalid => return format!("INVALID (allowed, exit {code})"),
+        Exit::Gate if invalid => return format!("INVALID (allowed), FAILED (exit {code})"),
+        Exit::Ok => "ok",
+        Exit::Invalid => "INVALID",
+        Exit::Gate => "FAILED",
+        Exit::NoneSucceeded => "FAILED",
+        Exit::Interrupted => "INTERRUPTED",
+        Exit::Error | Exit::Usage => "ERROR",
+    };
+    format!("{word} (exit {code})")
 }
 
 type StatsOf = fn(&ToolFigures) -> &Stats;
@@ -910,6 +983,23 @@ fn not_a_measurement(demo: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verdict_says_the_exit_status_in_its_word() {
+        use crate::summary::Exit;
+        let cases = [
+            (Exit::Ok, false, "ok (exit 0)"),
+            (Exit::Ok, true, "INVALID (allowed, exit 0)"),
+            (Exit::Invalid, true, "INVALID (exit 4)"),
+            (Exit::Gate, false, "FAILED (exit 3)"),
+            (Exit::Gate, true, "INVALID (allowed), FAILED (exit 3)"),
+            (Exit::NoneSucceeded, false, "FAILED (exit 5)"),
+            (Exit::Interrupted, true, "INTERRUPTED (exit 130)"),
+        ];
+        for (exit, invalid, words) in cases {
+            assert_eq!(verdict_words(exit, invalid), words, "{exit:?} {invalid}");
+        }
+    }
 
     #[test]
     fn rules_are_fifty_columns_and_centred() {

@@ -5,7 +5,7 @@
 //! computes no figure but a ratio of two it shows.
 
 use super::console::{num as n, row, rule};
-use crate::summary::server::ServerSummary;
+use crate::summary::server::{HistogramStats, ServerSummary};
 use std::io::{self, Write};
 
 /// The block, when the run scraped the server; nothing otherwise.
@@ -110,17 +110,7 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
         let Some(h) = s.histograms.get(key) else {
             continue;
         };
-        let mark = |k: &str| match h.coarse.iter().any(|c| c == k) {
-            true => "~",
-            false => "",
-        };
-        let mut value = format!(
-            "{}{} / {}{}",
-            mark("p50_ms"),
-            n(h.p50_ms, 2),
-            mark("p99_ms"),
-            n(h.p99_ms, 2)
-        );
+        let mut value = format!("{} / {}", percentile(h, "p50_ms"), percentile(h, "p99_ms"));
         if !h.coarse.is_empty() {
             value.push_str(&format!(" (mean {})", n(h.mean_ms, 2)));
         }
@@ -128,7 +118,7 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
             s.client_minus_server.get(&format!("{key}_p50_ms")),
             s.client_minus_server.get(&format!("{key}_p99_ms")),
         );
-        // A side that is missing or not a measurement (`~`, a floor) has no difference.
+        // A side that is missing or not a measurement (a range, a floor) has no difference.
         if p50.is_some() || p99.is_some() {
             let d = |v: Option<&f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
             value.push_str(&format!(" (client − server {} / {})", d(p50), d(p99)));
@@ -150,8 +140,39 @@ fn latencies(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "  (server percentiles interpolated within the server's histogram buckets; ~: from a \
-         bucket wider than the value, the mean beside it is exact)"
+        "  (server percentiles interpolated within the server's histogram buckets)"
+    )?;
+    coarse_note(s, out)
+}
+
+/// A percentile as the console shows it: its bucket's range where the bucket is too wide
+/// for the figure to mean much (`20.00–40.00`), else its value.
+fn percentile(h: &HistogramStats, key: &str) -> String {
+    match h.ranges.get(key) {
+        Some(r) => format!("{:.2}–{:.2}", r.low_ms, r.high_ms),
+        None => n(h.get(key), 2),
+    }
+}
+
+/// Names the engine histograms whose percentiles were too coarse to be figures.
+fn coarse_note(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
+    let coarse: Vec<String> = s
+        .histograms
+        .iter()
+        .filter(|(_, h)| !h.coarse.is_empty())
+        .map(|(k, h)| {
+            let keys: Vec<&str> = h.coarse.iter().map(|c| c.trim_end_matches("_ms")).collect();
+            format!("{k} {}", keys.join(", "))
+        })
+        .collect();
+    if coarse.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  too coarse (a bucket wider than a quarter of the value; shown as the bucket's \
+         range, no client − server): {}",
+        coarse.join("; ")
     )
 }
 
@@ -164,6 +185,51 @@ mod tests {
         let mut out = Vec::new();
         server_block(Some(s), &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_coarse_percentile_prints_as_its_range_and_is_named() {
+        use crate::summary::server::BucketRange;
+        let mut ttft = HistogramStats {
+            count: Some(10),
+            mean_ms: Some(21.5),
+            p50_ms: Some(30.0),
+            p99_ms: Some(39.8),
+            coarse: vec!["p50_ms".into(), "p99_ms".into()],
+            ..Default::default()
+        };
+        let range = BucketRange {
+            low_ms: 20.0,
+            high_ms: 40.0,
+        };
+        ttft.ranges.insert("p50_ms".into(), range);
+        ttft.ranges.insert("p99_ms".into(), range);
+        let e2e = HistogramStats {
+            p50_ms: Some(101.25),
+            p99_ms: Some(140.0),
+            ..Default::default()
+        };
+        let mut s = ServerSummary::default();
+        s.histograms.insert("ttft".into(), ttft);
+        s.histograms.insert("e2e".into(), e2e);
+        s.client_minus_server.insert("e2e_p50_ms".into(), 1.5);
+        let text = printed(&s);
+        assert!(
+            text.contains("20.00–40.00 / 20.00–40.00 (mean 21.50)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("101.25 / 140.00 (client − server 1.50 / —)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("no client − server): ttft p50, p99\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("30.00"),
+            "the interpolated guess is not printed: {text}"
+        );
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn rates(s: &Summary) -> String {
 
 /// The verdict as the console says it, its reasons, and the overhead's own reasons.
 fn verdict(s: &Summary) -> String {
-    let said = super::console::verdict_said(&s.verdict);
+    let said = super::console::verdict_words(s.exit(false), !s.overhead.valid);
     let class = if s.verdict.exit_code == 0 {
         "pass"
     } else {

@@ -247,6 +247,21 @@ pub struct Target {
     pub base_path: String,
 }
 
+/// A URL pasted whole, endpoint path included (`http://h:8000/v1/chat/completions`, as
+/// people copy it from a server's docs): its base (`http://h:8000`) and the endpoint its path
+/// names, the longest such path winning (`/v1/rerank` over TEI's `/rerank`); `None` when the
+/// path names no endpoint. A query or fragment is not looked through.
+pub fn split_endpoint_url(url: &str) -> Option<(&str, Endpoint)> {
+    let rest = url.split_once("://")?.1;
+    let path_at = url.len() - rest.len() + rest.find('/')?;
+    let path = url[path_at..].trim_end_matches('/');
+    Endpoint::ALL
+        .into_iter()
+        .filter(|e| path.ends_with(e.path()))
+        .max_by_key(|e| e.path().len())
+        .map(|e| (&url[..path_at + path.len() - e.path().len()], e))
+}
+
 impl Target {
     /// The server at `url` (`--url`): `http://host:port[/prefix]` or `https://…`, the port
     /// defaulting to the scheme's; a trailing `/v1` is dropped from the prefix. Credentials

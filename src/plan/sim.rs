@@ -40,9 +40,12 @@ pub enum FaultKind {
     /// The normal answer, then the connection closed although the head said keep-alive
     /// (what llama.cpp does): a client must reconnect without counting a failure.
     CloseAfterResponse,
+    /// Request read, then HTTP 200 with an HTML page instead of an answer (a proxy's error
+    /// or login page in front of the server).
+    Html200,
 }
 
-const ALL: [(FaultKind, &str); 15] = [
+const ALL: [(FaultKind, &str); 16] = [
     (FaultKind::Refuse, "refuse"),
     (FaultKind::ResetBeforeHead, "reset_before_head"),
     (FaultKind::ResetMidStream, "reset_mid_stream"),
@@ -58,6 +61,7 @@ const ALL: [(FaultKind, &str); 15] = [
     (FaultKind::OversizedEvent, "oversized_event"),
     (FaultKind::SlowHead, "slow_head"),
     (FaultKind::CloseAfterResponse, "close_after_response"),
+    (FaultKind::Html200, "html_200"),
 ];
 
 impl FaultKind {

@@ -18,7 +18,7 @@
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
 //!  "reads":4,"bytes":912,"events_dropped":0,"tool_calls":0,"items":0,"warmup_by":null,
-//!  "events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
+//!  "turn":null,"failure":null,"events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
 //! ```
 //!
 //! - Every stamp is integer nanoseconds on the run clock; `null` means it did not happen.
@@ -47,6 +47,12 @@
 //!   session S, the session's first send at T, the pause P drawn before this turn, and on
 //!   the session's last turn why it ended (`completed`, `context`, `failed`, `abandoned`, `run_end`; else
 //!   `null`). Lines without it (written before it existed) read as `null`.
+//! - `failure` is `null` unless a failed request's response said why: then
+//!   `{"content_type":CT,"body":TEXT,"body_hex":HEX}` — the head's content type (`null`
+//!   without one) and the first 512 bytes of a non-2xx body, of a 2xx body that did not
+//!   parse, or of an error event's payload: as text in `body` when UTF-8 (`body_hex` `null`),
+//!   else as lower-case hex in `body_hex` (`body` `null`). See `record::failure`. Lines
+//!   without it read as `null`.
 //! - `events` are compact arrays `[at_ns, tokens, server_ns_or_null, flags]` in arrival order,
 //!   token-bearing or not; `flags` is a bit set: 1 = carried output text, 2 = carried
 //!   reasoning text. Events sharing `at_ns` were completed by the same read. With
@@ -147,6 +153,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
         None => push(buf, ",\"warmup_by\":null"),
     }
     turn(buf, r.turn.as_ref());
+    failure(buf, &r.failure);
     push(buf, ",\"events\":[");
     for (i, e) in r.events.iter().enumerate() {
         if i > 0 {
@@ -173,6 +180,56 @@ fn turn(buf: &mut Vec<u8>, turn: Option<&super::Turn>) {
         None => push(buf, ",\"end\":null"),
     }
     buf.push(b'}');
+}
+
+/// `,"failure":null` or `,"failure":{"content_type":..,"body":..,"body_hex":..}` (see
+/// `failure` for the rule: the body as text when it is UTF-8, else as hex).
+fn failure(buf: &mut Vec<u8>, f: &super::Failure) {
+    if f.is_empty() {
+        push(buf, ",\"failure\":null");
+        return;
+    }
+    push(buf, ",\"failure\":{\"content_type\":");
+    match f.content_type.is_empty() {
+        // Visible ASCII and spaces without `"` or `\` (`Failure::keep_content_type`).
+        false => {
+            buf.push(b'"');
+            buf.extend_from_slice(&f.content_type);
+            buf.push(b'"');
+        }
+        true => push(buf, "null"),
+    }
+    match f.body_text() {
+        Some(text) => {
+            push(buf, ",\"body\":");
+            push_json_str(buf, text);
+            push(buf, ",\"body_hex\":null}");
+        }
+        None => {
+            push(buf, ",\"body\":null,\"body_hex\":\"");
+            super::failure::push_hex(buf, &f.body);
+            push(buf, "\"}");
+        }
+    }
+}
+
+/// `text` as a JSON string: `"` and `\` escaped, control characters as `\u00XX`.
+fn push_json_str(buf: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    buf.push(b'"');
+    for &b in text.as_bytes() {
+        match b {
+            b'"' => push(buf, "\\\""),
+            b'\\' => push(buf, "\\\\"),
+            0..=0x1f => {
+                push(buf, "\\u00");
+                buf.push(HEX[usize::from(b >> 4)]);
+                buf.push(HEX[usize::from(b & 15)]);
+            }
+            _ => buf.push(b),
+        }
+    }
+    buf.push(b'"');
 }
 
 fn event(buf: &mut Vec<u8>, e: &EventStamp) {
@@ -327,6 +384,7 @@ mod tests {
                     text_bytes: 0,
                     text_tokens,
                     user_ns,
+                    empty_text: false,
                 },
             )
     }
@@ -373,8 +431,15 @@ mod tests {
                 any::<u64>(),
                 proptest::option::of(0..crate::plan::SessionEnd::ALL.len()),
             )),
+            (
+                "[ !#-\\[\\]-~]{0,20}",
+                prop_oneof![
+                    "\\PC{0,30}".prop_map(String::into_bytes),
+                    proptest::collection::vec(any::<u8>(), 0..30),
+                ],
+            ),
         )
-            .prop_map(|(ids, kinds, st, us, c, events, rid, turn)| Record {
+            .prop_map(|(ids, kinds, st, us, c, events, rid, turn, fail)| Record {
                 id: ids.0,
                 request_id: rid.0.map(|(run, n)| crate::record::RequestId {
                     run: crate::record::RunId::new(&run).unwrap(),
@@ -422,6 +487,10 @@ mod tests {
                     think_ns: t.3,
                     end: t.4.map(|i| crate::plan::SessionEnd::ALL[i]),
                 }),
+                failure: crate::record::Failure {
+                    content_type: fail.0.into_bytes(),
+                    body: fail.1,
+                },
                 events,
                 text: vec![],
             })

@@ -4,11 +4,13 @@
 //! the hot path. Stamps are integer nanoseconds on the run clock (`clock::RunClock`); `None`
 //! means "did not happen". Failures are data: every record ends in exactly one `Outcome`.
 
+pub mod failure;
 pub mod handoff;
 pub mod jsonl;
 pub mod request_id;
 
 pub use crate::plan::RunId;
+pub use failure::Failure;
 pub use request_id::RequestId;
 
 use serde::{Deserialize, Serialize};
@@ -227,6 +229,10 @@ pub struct EventStamp {
     /// (`--rx-timestamps`): the difference is the client's wake-up and stamping time. `None`
     /// when `at_ns` is itself the client's stamp.
     pub user_ns: Option<u64>,
+    /// The worker's only: a chunk whose text was an empty string (`EventInfo::empty_text`),
+    /// credited as a token by `worker::sink::credit_empty_text` when the stream carried no
+    /// text at all. Not logged (a credited event reads as a token without text flags).
+    pub empty_text: bool,
 }
 
 impl EventStamp {
@@ -314,6 +320,7 @@ impl<'de> Deserialize<'de> for EventStamp {
                     text_bytes: 0,
                     text_tokens,
                     user_ns,
+                    empty_text: false,
                 })
             }
         }
@@ -436,6 +443,12 @@ pub struct Record {
     /// Logs written before it existed lack it.
     #[serde(default)]
     pub turn: Option<Turn>,
+    /// Why a failed request failed, as the server said it (`failure`): the content type
+    /// and first body bytes of a non-2xx answer, of a 2xx body that did not parse, or of an
+    /// error event's payload; empty (written `null`) for every other record. Its buffers are
+    /// recycled with the events'. Logs written before it existed lack it.
+    #[serde(default)]
+    pub failure: Failure,
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
     /// The generated text, unescaped, event after event (`EventStamp::text_bytes` each), kept
@@ -471,6 +484,8 @@ pub struct Spare {
     pub text: Vec<u8>,
     /// The echoed request id's buffer, emptied, its capacity kept.
     pub server_request_id: Vec<u8>,
+    /// The failure's buffers, emptied, their capacity kept (`Failure::with_capacity`).
+    pub failure: Failure,
 }
 
 /// `Record::server_request_id` as a JSON string, or `null` when empty.
@@ -497,6 +512,7 @@ impl Spare {
     pub fn with_events(events: usize) -> Spare {
         Spare {
             events: Vec::with_capacity(events),
+            failure: Failure::with_capacity(),
             ..Spare::default()
         }
     }
@@ -509,7 +525,9 @@ impl Record {
             events: std::mem::take(&mut self.events),
             text: std::mem::take(&mut self.text),
             server_request_id: std::mem::take(&mut self.server_request_id),
+            failure: std::mem::take(&mut self.failure),
         };
+        spare.failure.clear();
         spare.events.clear();
         spare.text.clear();
         spare.server_request_id.clear();

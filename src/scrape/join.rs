@@ -53,7 +53,7 @@ fn latency_differences(block: &mut ServerSummary, lat: &Latency) {
         ("e2e_p99_ms", lat.e2e.p99, "e2e", "p99_ms"),
     ];
     for (key, client, concept, field) in pairs {
-        // A percentile placed inside a bucket wider than itself, or a floor from the `+Inf`
+        // A percentile placed inside a bucket wider than a quarter of it, or a floor from the `+Inf`
         // bucket, is not a measurement: a difference with it would be one (vLLM's E2E
         // buckets begin at 300 ms, so a 5 ms E2E reads 150 ms and "client − server" −145).
         let server = block

@@ -25,7 +25,8 @@ use super::engines::{Combine, Concept, Kind};
 use super::parse::Hist;
 use super::{Phase, Scrape};
 use crate::summary::server::{
-    source, CounterStats, GaugeStats, HistogramStats, NtpotMs, PrometheusSource, ServerSummary,
+    source, BucketRange, CounterStats, GaugeStats, HistogramStats, NtpotMs, PrometheusSource,
+    ServerSummary,
 };
 use crate::summary::{is_small_sample, percentile_key};
 use std::collections::BTreeMap;
@@ -335,6 +336,15 @@ fn locate(q: f64, h: &Hist) -> Option<Located> {
     Some(at(value, start, le[b]))
 }
 
+/// A percentile is a guess when its bucket is wider than this share of its value.
+pub const COARSE_WIDTH_FRACTION: f64 = 0.25;
+
+/// The located percentile's bucket is wider than `COARSE_WIDTH_FRACTION` of its value (a
+/// capped one is named `capped` instead).
+fn is_coarse(a: &Located) -> bool {
+    !a.capped && a.upper - a.lower > COARSE_WIDTH_FRACTION * a.value
+}
+
 fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
     let count = h.count.map(|n| n.round().max(0.0) as u64);
     let mut out = HistogramStats {
@@ -359,10 +369,16 @@ fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
         if value.is_some_and(|(_, capped)| capped) {
             out.capped.push(key.clone());
         }
-        // A bucket wider than the value itself: the figure is where interpolation put it
-        // inside the bucket, not a measurement (vLLM's queue-time buckets begin at 300 ms).
-        if at.is_some_and(|a| !a.capped && a.upper - a.lower > a.value) {
+        // A bucket wider than a quarter of the value: the figure is where interpolation
+        // put it inside the bucket, not a measurement (vLLM's queue-time buckets begin at
+        // 300 ms; a 20–40 ms TTFT bucket reads as 30): its bounds are kept beside it.
+        if let Some(a) = at.filter(|a| is_coarse(a)) {
             out.coarse.push(key.clone());
+            let range = BucketRange {
+                low_ms: a.lower * 1e3,
+                high_ms: a.upper * 1e3,
+            };
+            out.ranges.insert(key.clone(), range);
         }
         if count.is_some_and(|n| n > 0 && is_small_sample(p, n)) {
             out.small_sample.push(key.clone());
@@ -463,13 +479,63 @@ mod tests {
             "the mean is exact: {:?}",
             s.mean_ms
         );
+        assert_eq!(
+            s.ranges["p50_ms"],
+            BucketRange {
+                low_ms: 0.0,
+                high_ms: 300.0
+            }
+        );
         // Narrow buckets around the values: nothing is coarse.
-        let fine = hist(&[0.08, 0.1, 0.25], &[0.0, 50.0, 100.0], 100.0, 9.0);
-        assert!(histogram_stats(&fine, &[]).coarse.is_empty());
-        // Its p99 lies in (0.1, 0.25]: 0.15 wide, under the value 0.247.
+        let fine = hist(&[0.09, 0.1, 0.11], &[0.0, 50.0, 100.0], 100.0, 9.0);
+        let s = histogram_stats(&fine, &[]);
+        assert!(s.coarse.is_empty() && s.ranges.is_empty(), "{s:?}");
+        // Its p99 lies in (0.1, 0.11]: 0.01 wide, a tenth of the value 0.1098.
         let p99 = locate(0.99, &fine).unwrap();
-        assert_eq!((p99.lower, p99.upper), (0.1, 0.25));
-        assert!((p99.value - 0.247).abs() < 1e-12);
+        assert_eq!((p99.lower, p99.upper), (0.1, 0.11));
+        assert!((p99.value - 0.1098).abs() < 1e-12);
+    }
+
+    /// The 25% rule in exact binary fractions: a bucket (1.5, 2] s is 0.5 s wide, exactly a
+    /// quarter of 2 s: a percentile at its top is a measurement, one inside it a guess.
+    #[test]
+    fn a_bucket_wider_than_a_quarter_of_the_value_gives_a_range_not_a_figure() {
+        let h = hist(&[1.5, 2.0], &[0.0, 4.0], 4.0, 7.0);
+        let top = locate(1.0, &h).unwrap();
+        assert_eq!((top.value, top.lower, top.upper), (2.0, 1.5, 2.0));
+        assert!(!is_coarse(&top), "0.5 = 0.25 × 2: not wider");
+        let mid = locate(0.5, &h).unwrap();
+        assert_eq!(mid.value, 1.75);
+        assert!(is_coarse(&mid), "0.5 > 0.25 × 1.75 = 0.4375");
+        let s = histogram_stats(&h, &[100.0]);
+        assert_eq!(s.coarse, ["p50_ms", "p90_ms", "p99_ms"]);
+        assert_eq!(s.p50_ms, Some(1750.0));
+        assert_eq!(
+            s.ranges["p50_ms"],
+            BucketRange {
+                low_ms: 1500.0,
+                high_ms: 2000.0
+            }
+        );
+        let top_key = format!("{}_ms", percentile_key(100.0));
+        assert_eq!(s.get(&top_key), Some(2000.0));
+        assert!(!s.ranges.contains_key(&top_key), "its top: exact");
+        // The TTFT: all of it in (20, 40] ms reads as p50 30 ms, and is the range.
+        let ttft = hist(&[0.02, 0.04, 0.08], &[0.0, 10.0, 10.0], 10.0, 0.2);
+        let s = histogram_stats(&ttft, &[]);
+        assert_eq!(s.coarse, ["p50_ms", "p90_ms", "p99_ms"]);
+        assert_eq!(
+            s.ranges["p50_ms"],
+            BucketRange {
+                low_ms: 20.0,
+                high_ms: 40.0
+            }
+        );
+        // A capped percentile is capped, not coarse.
+        let over = hist(&[1.0], &[0.0], 4.0, 40.0);
+        let s = histogram_stats(&over, &[]);
+        assert_eq!(s.capped.len(), 3);
+        assert!(s.coarse.is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod apis;
 pub mod endpoints;
+pub mod errors;
 pub mod figure;
 pub mod metric;
 pub mod series;
@@ -208,6 +209,10 @@ pub struct Summary {
     /// answers' sizes; `null` for a generating endpoint.
     #[serde(default)]
     pub pooling: Option<apis::Pooling>,
+    /// The measured failures grouped by kind, HTTP status and the server's message, the
+    /// `errors::MAX_ERROR_GROUPS` most frequent first; empty when none failed.
+    #[serde(default)]
+    pub errors: Vec<errors::ErrorGroup>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed

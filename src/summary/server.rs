@@ -153,11 +153,26 @@ pub struct HistogramStats {
     /// Keys of percentiles from too few observations to mean much.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub small_sample: Vec<String>,
-    /// Keys of percentiles that came from a bucket wider than their own value: where the
-    /// interpolation put them inside it, not a measurement (all of vLLM's queue times under
-    /// its first bound, 300 ms, read as p50 150 ms); `mean_ms` is exact.
+    /// Keys of percentiles that came from a bucket wider than a quarter of their value
+    /// (`scrape::window::COARSE_WIDTH_FRACTION`): where the interpolation put them inside it,
+    /// a guess, not a measurement (all of vLLM's queue times under its first bound, 300 ms,
+    /// read as p50 150 ms; a 20–40 ms TTFT bucket as 30 ms). Their bounds are in `ranges`,
+    /// no `client_minus_server` is computed from them, and `mean_ms` is exact.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub coarse: Vec<String>,
+    /// For each key of `coarse`, the bucket the percentile fell in: what is known of it
+    /// (`{"p50_ms": {"low_ms": 20, "high_ms": 40}}`: between 20 and 40 ms).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<String, BucketRange>,
+}
+
+/// The bucket a coarse percentile fell in, ms: above `low_ms`, at or below `high_ms`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BucketRange {
+    /// The bucket's lower bound (the previous bucket's `le`; 0 for the first).
+    pub low_ms: f64,
+    /// Its upper bound (`le`).
+    pub high_ms: f64,
 }
 
 impl HistogramStats {

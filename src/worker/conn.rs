@@ -5,7 +5,7 @@
 //! failure). Never prints.
 
 use super::lane::{ConnectGuard, Job};
-use super::sink::{final_outcome, resolve_osl, RecordSink, StreamState};
+use super::sink::{credit_empty_text, final_outcome, resolve_osl, RecordSink, StreamState};
 use super::Ctx;
 use crate::http::{Limits, Progress, ResponseError, ResponseParser};
 use crate::plan::CancelAfter;
@@ -201,6 +201,7 @@ impl Conn {
             events: spare.events,
             text: spare.text,
             server_request_id: spare.server_request_id,
+            failure: spare.failure,
             ..Default::default()
         };
         ctx.counters.borrow_mut().requests += 1;
@@ -221,6 +222,10 @@ impl Conn {
         };
         if rec.outcome != Outcome::Ok {
             rec.done_ns.get_or_insert(s.clock.now_ns());
+        }
+        match rec.outcome.is_failure() {
+            true => rec.failure.settle(),
+            false => rec.failure.clear(),
         }
         resolve_osl(&mut rec);
         rec
@@ -377,6 +382,7 @@ impl Conn {
                     }
                     rec.done_ns = Some(at_ns);
                     rec.done_user_ns = user_ns;
+                    credit_empty_text(rec);
                     return Attempt::Finished(final_outcome(rec, &stream_state));
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
@@ -545,4 +551,5 @@ fn clear_response(rec: &mut Record) {
     rec.events.clear();
     rec.events_dropped = 0;
     rec.text.clear();
+    rec.failure.clear();
 }

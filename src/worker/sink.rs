@@ -37,6 +37,24 @@ pub(super) fn resolve_osl(rec: &mut Record) {
     }
 }
 
+/// A stream that ended with tokens by the server's usage but no event carrying text (vLLM
+/// streams `"content": ""` for tokens that decode to no text yet): its empty-text chunks are
+/// its tokens, one each, as vLLM's own TTFT counts them — the first is its first token, the
+/// last its last. Nothing changes for a stream that carried text or that reported no usage.
+pub(super) fn credit_empty_text(rec: &mut Record) {
+    if rec.first_token_ns.is_some() || rec.usage_completion_tokens.unwrap_or(0) == 0 {
+        return;
+    }
+    for e in rec.events.iter_mut().filter(|e| e.empty_text) {
+        e.tokens = 1;
+        if rec.first_token_ns.is_none() {
+            rec.first_token_ns = Some(e.at_ns);
+            rec.first_token_user_ns = rec.done_user_ns.map(|_| e.user_at_ns());
+        }
+        rec.last_token_ns = Some(e.at_ns);
+    }
+}
+
 /// What must survive from one read's events to the next within a response.
 #[derive(Default)]
 pub(super) struct StreamState {
@@ -134,6 +152,20 @@ impl ResponseSink for RecordSink<'_> {
         crate::record::request_id::keep_echo(&mut self.rec.server_request_id, value);
     }
 
+    // A failure's reason (`record::failure`): bounded copies into the record's recycled
+    // buffers. The worker clears them when the request did not fail.
+    fn content_type(&mut self, value: &[u8]) {
+        self.rec.failure.keep_content_type(value);
+    }
+
+    fn failure_body(&mut self, piece: &[u8]) {
+        self.rec.failure.keep_body(piece);
+    }
+
+    fn error_payload(&mut self, payload: &[u8]) {
+        self.rec.failure.keep_first(payload);
+    }
+
     fn event(&mut self, ev: &EventInfo) {
         self.events += 1;
         self.state.error_event |= ev.error;
@@ -167,6 +199,7 @@ impl ResponseSink for RecordSink<'_> {
             reasoning: ev.reasoning_bytes > 0,
             output: ev.carries_output(),
             user_ns: self.user_ns.filter(|&u| u != self.at_ns),
+            empty_text: ev.empty_text && self.streaming,
             ..Default::default()
         });
         self.stored_last = true;
@@ -397,6 +430,155 @@ mod tests {
         assert_eq!(rec.events_dropped, 1);
         assert_eq!(rec.text, b"kept");
         assert_eq!(rec.events.last().unwrap().text_bytes, 4);
+    }
+
+    /// `wire` through the real parser for `endpoint` into a record, ended as the worker ends
+    /// it: the outcome, and the failure kept only for a failure.
+    fn parsed(endpoint: crate::plan::Endpoint, wire: &str) -> Record {
+        use crate::http::{Limits, Progress, ResponseParser};
+        let mut parser = ResponseParser::for_endpoint(Limits::default(), endpoint);
+        let mut rec = Record {
+            failure: crate::record::Failure::with_capacity(),
+            ..Default::default()
+        };
+        let mut state = StreamState::default();
+        let mut sink = RecordSink::new(&mut rec, &mut state, 1, 0, true);
+        // Fed in two reads, to cross a read boundary inside the body.
+        let (a, b) = wire.as_bytes().split_at(wire.len() / 2);
+        let step = parser.feed(a, &mut sink).and_then(|p| match p {
+            Progress::NeedMore => parser.feed(b, &mut sink),
+            done => Ok(done),
+        });
+        let step = match step {
+            Ok(Progress::NeedMore) => parser.eof(&mut sink),
+            other => other,
+        };
+        rec.outcome = match step {
+            Ok(_) => final_outcome(&rec, &state),
+            Err(e) => e.outcome(),
+        };
+        match rec.outcome.is_failure() {
+            true => rec.failure.settle(),
+            false => rec.failure.clear(),
+        }
+        rec
+    }
+
+    fn sse(events: &str) -> String {
+        format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}")
+    }
+
+    #[test]
+    fn a_stream_of_empty_text_tokens_has_a_ttft_when_the_usage_shows_tokens() {
+        use crate::plan::Endpoint;
+        let chunk = |content: &str| {
+            format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{content}\"}},\"finish_reason\":null}}]}}\n\n")
+        };
+        let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+        let finish = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"length\"}]}\n\n";
+        let usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n";
+        let stream = |body: String| {
+            let mut r = parsed(Endpoint::Chat, &sse(&body));
+            credit_empty_text(&mut r);
+            resolve_osl(&mut r);
+            r
+        };
+        let empty = stream(format!(
+            "{role}{}{}{}{finish}{usage}",
+            chunk(""),
+            chunk(""),
+            chunk("")
+        ));
+        assert_eq!(empty.outcome, Outcome::Ok);
+        let tokens: Vec<u32> = empty.events.iter().map(|e| e.tokens).collect();
+        assert_eq!(
+            tokens,
+            [0, 1, 1, 1, 0, 0, 0],
+            "role, three empty tokens, finish, usage, [DONE]"
+        );
+        assert!(empty.first_token_ns.is_some() && empty.last_token_ns.is_some());
+        assert_eq!((empty.output_tokens, empty.first_output_ns), (3, None));
+        // With text, empty chunks stay what they were: not tokens.
+        let mixed = stream(format!("{role}{}{}{finish}{usage}", chunk("a"), chunk("")));
+        let tokens: Vec<u32> = mixed.events.iter().map(|e| e.tokens).collect();
+        assert_eq!(tokens, [0, 1, 0, 0, 0, 0]);
+        // Without usage nothing says tokens came: no TTFT is made up.
+        let bare = stream(format!("{role}{}{finish}data: [DONE]\n\n", chunk("")));
+        assert_eq!(bare.first_token_ns, None);
+    }
+
+    #[test]
+    fn a_failed_response_keeps_its_content_type_and_first_body_bytes() {
+        use crate::plan::Endpoint;
+        let body = r#"{"error":{"message":"simulated error","type":"ServerError","code":500}}"#;
+        let wire = format!("HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+        let r = parsed(Endpoint::Chat, &wire);
+        assert_eq!((r.outcome, r.status), (Outcome::HttpStatus, 500));
+        assert_eq!(r.failure.content_type, b"application/json");
+        assert_eq!(r.failure.body, body.as_bytes());
+        assert_eq!(r.failure.message().as_deref(), Some("simulated error"));
+        // An HTML page answering 200: malformed, its type and first bytes kept, bounded.
+        let page = format!(
+            "<html><head><title>Sign in</title></head><body>{}</body></html>",
+            "é".repeat(400)
+        );
+        let wire = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n{page}",
+            page.len()
+        );
+        let r = parsed(Endpoint::Chat, &wire);
+        assert_eq!(r.outcome, Outcome::Malformed);
+        assert_eq!(r.failure.content_type, b"text/html");
+        assert!(page.as_bytes().starts_with(&r.failure.body));
+        let kept = r.failure.body.len();
+        assert!(
+            (crate::record::failure::MAX_BODY_BYTES - 1..=crate::record::failure::MAX_BODY_BYTES)
+                .contains(&kept),
+            "{kept}"
+        );
+        assert!(r.failure.body_text().is_some(), "the cut é was dropped");
+        assert_eq!(r.failure.message().as_deref(), Some("Sign in"));
+        // A chunked 404 body over several chunks is kept whole.
+        let wire = "HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n5\r\nno su\r\n9\r\nch model\n\r\n0\r\n\r\n";
+        let r = parsed(Endpoint::Chat, wire);
+        assert_eq!((r.status, r.failure.content_type.len()), (404, 0));
+        assert_eq!(r.failure.message().as_deref(), Some("no such model"));
+    }
+
+    #[test]
+    fn an_error_event_inside_a_stream_keeps_its_message() {
+        use crate::plan::Endpoint;
+        let content = r#"data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}"#;
+        let chat = sse(&format!("{content}\n\ndata: {{\"error\":{{\"message\":\"simulated failure mid-stream\",\"code\":500}}}}\n\ndata: {{\"error\":{{\"message\":\"second\"}}}}\n\ndata: [DONE]\n\n"));
+        let r = parsed(Endpoint::Chat, &chat);
+        assert_eq!(r.outcome, Outcome::ErrorEvent);
+        assert_eq!(r.failure.content_type, b"text/event-stream");
+        assert_eq!(
+            r.failure.message().as_deref(),
+            Some("simulated failure mid-stream"),
+            "the first one"
+        );
+        let responses = sse(concat!(
+            "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\n",
+            "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The engine died.\"}}}\n\n",
+        ));
+        let r = parsed(Endpoint::Responses, &responses);
+        assert_eq!(r.outcome, Outcome::ErrorEvent);
+        assert_eq!(r.failure.message().as_deref(), Some("The engine died."));
+        let messages = sse("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+        let r = parsed(Endpoint::Messages, &messages);
+        assert_eq!(r.outcome, Outcome::ErrorEvent);
+        assert_eq!(r.failure.message().as_deref(), Some("Overloaded"));
+        // A stream that ends well keeps nothing; a bad event keeps its payload.
+        let r = parsed(
+            Endpoint::Chat,
+            &sse(&format!("{content}\n\ndata: [DONE]\n\n")),
+        );
+        assert_eq!(r.outcome, Outcome::Ok);
+        assert!(r.failure.is_empty());
+        let r = parsed(Endpoint::Chat, &sse("data: {\"choices\":[\n\n"));
+        assert_eq!(r.outcome, Outcome::Malformed);
+        assert_eq!(r.failure.body, b"{\"choices\":[");
     }
 
     #[test]

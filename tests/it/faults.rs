@@ -5,7 +5,7 @@
 //! the requests that were not faulted are measured as the simulator timed them. Runs are
 //! serialized (the one lock) because they share two cores.
 
-use crate::support::common::{cpu_pair, f, lock, run_summary, u};
+use crate::support::common::{cpu_pair, f, lock, out_dir, read_jsonl, run_summary, u};
 use ringbench::plan::sim::{FaultConfig, FaultSpec};
 use ringbench::plan::{Load, Plan, Slo, SloMetric, Stop};
 use serde_json::Value;
@@ -120,9 +120,70 @@ fn reset_mid_stream() {
     fault_case("reset_mid_stream", Some("reset_mid_stream"));
 }
 
+/// `fault` with `--out`: the summary, and the `failure` of each failed line of
+/// `requests.jsonl`.
+fn logged_case(fault: &str, kind: &str) -> (Value, Vec<Value>) {
+    let _g = lock();
+    let dir = out_dir(fault);
+    let mut p = fault_plan(fault, 0.2);
+    p.out_dir = Some(dir.clone());
+    let s = run_summary(&p);
+    check_accounting(&s, Some(kind));
+    let lines = read_jsonl(&dir.join("requests.jsonl"));
+    let failed: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["outcome"] != "ok")
+        .map(|l| l["failure"].clone())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["outcome"] == "ok")
+            .all(|l| l["failure"].is_null()),
+        "a success keeps no failure"
+    );
+    assert_eq!(failed.len() as u64, u(&s, "counts.failed"));
+    (s, failed)
+}
+
+/// `errors` is the one group `(kind, status, message)` holding every failure.
+fn one_group(s: &Value, kind: &str, status: u64, message: &str) {
+    let errors = &s["errors"];
+    assert_eq!(
+        errors,
+        &serde_json::json!([{
+            "kind": kind, "status": status, "message": message, "count": u(s, "counts.failed")
+        }]),
+        "{errors}"
+    );
+}
+
 #[test]
 fn http_500() {
-    fault_case("http_500", Some("http_500"));
+    let (s, failed) = logged_case("http_500", "http_500");
+    one_group(&s, "http_500", 500, "simulated error");
+    for f in &failed {
+        assert_eq!(f["content_type"], "application/json", "{f}");
+        let body = f["body"].as_str().unwrap();
+        assert!(
+            body.starts_with(r#"{"error":{"message":"simulated error""#),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn an_html_page_answering_200_is_malformed_and_keeps_the_page() {
+    let (s, failed) = logged_case("html_200", "malformed");
+    one_group(&s, "malformed", 200, "Sign in - Example Proxy");
+    for f in &failed {
+        assert_eq!(f["content_type"], "text/html; charset=utf-8", "{f}");
+        assert!(
+            f["body"].as_str().unwrap().starts_with("<!DOCTYPE html>"),
+            "{f}"
+        );
+        assert!(f["body_hex"].is_null());
+    }
 }
 
 #[test]
@@ -137,7 +198,11 @@ fn http_429() {
 
 #[test]
 fn error_event() {
-    fault_case("error_event", Some("error_event"));
+    let (s, failed) = logged_case("error_event", "error_event");
+    one_group(&s, "error_event", 200, "simulated failure mid-stream");
+    assert!(failed
+        .iter()
+        .all(|f| f["content_type"] == "text/event-stream; charset=utf-8"));
 }
 
 #[test]

@@ -268,6 +268,77 @@ fn real_summaries_match_the_schema_and_broken_ones_do_not() {
     assert_eq!(schema_errors(&unstamped), Vec::<String>::new());
 }
 
+/// Every failure keeps its reason through `requests.jsonl`: `ringbench report DIR` reads the
+/// kept bodies back and writes `summary.json`'s `errors` (and the rest) byte for byte as the
+/// run did.
+#[test]
+fn failure_reasons_survive_the_log_and_the_report_recomputes_them() {
+    let dir = out_dir("reasons");
+    let mut p = base_plan(&dir);
+    p.load = Load::Closed { concurrency: 4 };
+    p.stop = Stop {
+        request_count: Some(160),
+        duration_ns: None,
+    };
+    p.sim.as_mut().unwrap().faults = FaultConfig {
+        faults: [
+            "http_500:0.1",
+            "html_200:0.1",
+            "error_event:0.1",
+            "bad_utf8:0.05",
+        ]
+        .iter()
+        .map(|f| f.parse::<FaultSpec>().unwrap())
+        .collect(),
+        seed: 11,
+        stall_ms: 1_000,
+        slow_head_ms: 100,
+    };
+    let s = run(&p);
+    let errors = s["errors"].as_array().unwrap();
+    let group = |kind: &str| errors.iter().find(|g| g["kind"] == kind).cloned();
+    assert_eq!(
+        group("http_500").map(|g| g["message"].clone()),
+        Some("simulated error".into()),
+        "{errors:?}"
+    );
+    assert_eq!(
+        group("error_event").map(|g| g["message"].clone()),
+        Some("simulated failure mid-stream".into())
+    );
+    let counted: u64 = errors.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(
+        counted,
+        s["counts"]["failed"].as_u64().unwrap(),
+        "{errors:?}"
+    );
+    assert_eq!(schema_errors(&s), Vec::<String>::new());
+    let again = out_dir("reasons-report");
+    let ran = crate::support::common::output(&mut crate::support::common::ringbench([
+        "report".as_ref(),
+        dir.as_os_str(),
+        "--out".as_ref(),
+        again.as_os_str(),
+    ]));
+    // 4 when this loaded machine made the run invalid: the report says so again.
+    assert!(matches!(ran.status.code(), Some(0 | 4)), "{}", ran.stderr);
+    let (live, replayed) = (
+        std::fs::read(dir.join("summary.json")).unwrap(),
+        std::fs::read(again.join("summary.json")).unwrap(),
+    );
+    assert!(
+        live == replayed,
+        "report's summary.json differs from the run's"
+    );
+    // The console names the most frequent reason.
+    let top = format!(
+        "{} × {}",
+        errors[0]["count"],
+        errors[0]["kind"].as_str().unwrap()
+    );
+    assert!(ran.stdout.contains(&top), "{top} in {}", ran.stdout);
+}
+
 /// The warm-up rule of every line of `requests.jsonl`.
 fn warmup_lines(dir: &Path) -> Vec<(bool, Option<String>)> {
     read_jsonl(&dir.join("requests.jsonl"))

@@ -62,6 +62,10 @@ impl Conn {
                 http_error(&mut self.wbuf, kind, close);
                 self.write_out().await
             }
+            FaultKind::Html200 => {
+                html_page(&mut self.wbuf, close);
+                self.write_out().await
+            }
             FaultKind::StallHead => {
                 self.sleep_until(mono_ns() + stall_ns).await?;
                 self.normal(plan, mono_ns(), close).await
@@ -209,6 +213,22 @@ enum StreamEnd {
     Close,
     Stall,
     Reset,
+}
+
+/// `html_200`: what a proxy in front of the server answers with, a 200 HTML page.
+const HTML_PAGE: &str =
+    "<!DOCTYPE html>\n<html><head><title>Sign in - Example Proxy</title></head>\n\
+<body><h1>Sign in</h1><p>Your session has expired.</p></body></html>\n";
+
+fn html_page(out: &mut Vec<u8>, close: bool) {
+    out.extend_from_slice(
+        b"HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\ncontent-type: text/html; charset=utf-8\r\n",
+    );
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(format!("content-length: {}\r\n\r\n", HTML_PAGE.len()).as_bytes());
+    out.extend_from_slice(HTML_PAGE.as_bytes());
 }
 
 /// An OpenAI-style error answer; 429 and 503 carry `Retry-After` as real servers' do.
