@@ -17,6 +17,7 @@ pub mod session;
 pub mod shard;
 pub mod stages;
 pub mod study;
+pub mod upload;
 pub mod workload;
 
 pub use metric::{Latency, Metric};
@@ -208,6 +209,11 @@ pub struct Summary {
     /// answers' sizes; `null` for a generating endpoint.
     #[serde(default)]
     pub pooling: Option<apis::Pooling>,
+    /// What the measured successful requests carried (body bytes, images, audio) and at what
+    /// rate; their upload time is `latency_ms.upload`. `null` in summaries written before it
+    /// existed.
+    #[serde(default)]
+    pub upload: Option<upload::Upload>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed
