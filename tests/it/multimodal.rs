@@ -48,7 +48,7 @@ fn plan(data: PathBuf, name: &str) -> Plan {
     p.sim.as_mut().unwrap().image_tokens = IMAGE_TOKENS;
     crate::engine::closed(&mut p, 4, REQUESTS);
     p.server_metrics.interval_ns = 100_000_000;
-    p.out_dir = Some(out_dir(name));
+    p.out_dir = Some(out_dir(&format!("{name}-out")));
     p
 }
 
@@ -106,7 +106,7 @@ fn identical_images_hit_the_mm_cache_and_distinct_ones_never_do() {
 fn a_records_body_bytes_are_the_content_length_it_went_out_with() {
     let _g = lock();
     let (addr, seen) = recording_server();
-    let mut p = plan(dataset("mm-recorded", true), "mm-recorded-out");
+    let mut p = plan(dataset("mm-recorded", true), "mm-recorded");
     p.sim = None;
     p.targets = vec![Target::parse(&format!("http://{addr}")).unwrap()];
     p.model = Some("m".into());
