@@ -98,6 +98,17 @@ macro_rules! sim_flags {
             /// Length of the vectors /v1/embeddings answers with
             #[arg(long = concat!($prefix, "embedding-dim"), value_name = "N", default_value_t = 1024, hide_short_help = $rare, help_heading = $pace)]
             pub embedding_dim: u32,
+            /// Prompt tokens each image counts for
+            ///
+            /// 576: a ViT-L/14 at 336 px. Images are hashed, never decoded; identical ones
+            /// hit the multimodal cache (vllm:mm_cache_hits).
+            #[arg(long = concat!($prefix, "image-tokens"), value_name = "N", default_value_t = 576, hide_short_help = $rare, help_heading = $engine)]
+            pub image_tokens: u32,
+            /// Prompt tokens per second of audio
+            ///
+            /// 25: Qwen2-Audio's. The length comes from the WAV header.
+            #[arg(long = concat!($prefix, "audio-tokens-per-s"), value_name = "N", default_value_t = 25, hide_short_help = $rare, help_heading = $engine)]
+            pub audio_tokens_per_s: u32,
             /// Which of its stamps come from the kernel: rx, rx-tx or off
             ///
             /// rx: a request arrives at the kernel's receive stamp of its last segment; rx-tx:
@@ -142,6 +153,8 @@ macro_rules! sim_flags {
                     arrivals_kept: self.arrivals_kept,
                     tool_call_rate: self.tool_call_rate,
                     embedding_dim: self.embedding_dim,
+                    image_tokens: self.image_tokens,
+                    audio_tokens_per_s: self.audio_tokens_per_s,
                 }
             }
         }

@@ -650,6 +650,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "pooling",
         // The failures by reason: always present, empty without one.
         "errors",
+        // What the requests carried (body bytes, images, audio): always present.
+        "upload",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
@@ -930,4 +932,48 @@ fn report_recomputes_the_input_figures_and_old_logs_read_as_approximate() {
     assert_eq!(old.tokens.input_server_ratio, ran.tokens.input_server_ratio);
     assert!(has_warning(&old, "the client's approximation is far off"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Upload figures (issue 34). A: body 1,000 bytes, last write done 3 ms after its send at
+/// 1 ms (upload 3), first token at 11 ms (TTFT from upload 11 − 4 = 7); 2 images, 1.5 s of
+/// audio. B: body 3,000 bytes, sent at 6 ms, written at 7 (upload 1), first token at 26 (TTFT
+/// from upload 19); no media. A failure's body is left out. Duration 35 ms.
+#[test]
+fn upload_figures_are_exact() {
+    let mut a = request_a();
+    (a.body_bytes, a.uploaded_ns, a.images, a.audio_ms) = (1_000, Some(4 * MS), 2, 1_500);
+    let mut b = request_b();
+    (b.body_bytes, b.uploaded_ns) = (3_000, Some(7 * MS));
+    let mut f = failed(2, Outcome::Timeout, 0, 2, 30);
+    (f.body_bytes, f.uploaded_ns, f.images) = (1 << 30, Some(3 * MS), 9);
+    let s = run(&Plan::defaults(), &[a, b, f], facts(3));
+    let l = &s.latency_ms;
+    assert_eq!(l.upload.count, 2);
+    assert_exact(l.upload.mean, 2.0);
+    assert_exact(l.upload.max, 3.0);
+    assert_exact(l.ttft_from_upload.mean, (7.0 + 19.0) / 2.0);
+    assert_exact(l.ttft_from_upload.min, 7.0);
+    let u = s.upload.as_ref().expect("an upload block");
+    assert_eq!(u.body_bytes_total, 4_000);
+    assert_exact(u.body_bytes_per_s, 4_000.0 / 0.035);
+    assert_eq!(u.body_bytes.count, 2);
+    assert_exact(u.body_bytes.mean, 2_000.0);
+    assert_close(u.body_bytes.p50, 1_000.0);
+    assert_close(u.body_bytes.p99, 3_000.0);
+    assert_eq!(u.images, 2);
+    assert_exact(u.images_per_request_mean, 1.0);
+    assert_exact(u.images_per_s, 2.0 / 0.035);
+    assert_eq!(u.audio_ms, 1_500);
+    assert_exact(u.audio_s_per_request_mean, 0.75);
+    assert_exact(u.audio_s_per_s, 1.5 / 0.035);
+    // Without a successful request: counts 0, every mean and rate null, not a made-up 0.
+    let none = run(
+        &Plan::defaults(),
+        &[failed(0, Outcome::Timeout, 0, 1, 2)],
+        facts(1),
+    );
+    let u = none.upload.as_ref().expect("an upload block");
+    assert_eq!((u.images, u.body_bytes.count), (0, 0));
+    assert_eq!(u.images_per_request_mean, None);
+    assert_eq!(none.latency_ms.upload.count, 0);
 }

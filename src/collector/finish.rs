@@ -110,6 +110,7 @@ impl Collector {
                 .pooling
                 .as_ref()
                 .map(|p| p.summary(st.endpoint, &st.percentiles)),
+            upload: Some(m.upload.summary(&st.percentiles, per_s)),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
@@ -340,7 +341,8 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
         .chain([&d.sched_lag, &d.delivery_delay])
         .map(|d| d.clamped())
         .sum::<u64>()
-        + m.pooling.as_ref().map_or(0, |p| p.clamped());
+        + m.pooling.as_ref().map_or(0, |p| p.clamped())
+        + m.upload.clamped();
     if clamped > 0 {
         warnings.push(format!(
             "{clamped} values above one hour were clamped in the histograms (counted; their \

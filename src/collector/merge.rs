@@ -488,6 +488,7 @@ pub(crate) fn shift_stamps(r: &mut Record, shift: i128) {
         &mut r.done_ns,
         &mut r.first_token_user_ns,
         &mut r.done_user_ns,
+        &mut r.uploaded_ns,
     ] {
         *ns = ns.map(mv);
     }

@@ -38,6 +38,7 @@ pub mod sidecar;
 mod stages;
 mod stalls;
 pub mod tokens;
+mod upload;
 
 pub use dist::{new_histogram, Dist};
 pub use settings::{Settings, SettingsError};
@@ -161,6 +162,8 @@ pub(crate) fn sample(m: Metric, rec: &Record, mut each: impl FnMut(u64)) {
         Metric::MaxStall => rec.max_stall_ns(),
         Metric::TtftUser => rec.ttft_user_ns(),
         Metric::E2eUser => rec.e2e_user_ns(),
+        Metric::Upload => rec.upload_ns(),
+        Metric::TtftFromUpload => rec.ttft_from_upload_ns(),
         Metric::Itl => return rec.itl_gaps_ns().for_each(each),
         Metric::ItlUser => return rec.itl_user_gaps_ns().for_each(each),
         Metric::ItlPerToken => {
@@ -246,6 +249,8 @@ struct Measured {
     tools: apis::ToolTally,
     /// A pooling endpoint's answers; `None` for a generating one.
     pooling: Option<apis::PoolingTally>,
+    /// What the requests carried: body bytes, images, audio.
+    upload: upload::UploadTally,
 }
 
 /// The collector thread's state: every figure of the summary as it accumulates (bounded
@@ -487,6 +492,7 @@ impl Measured {
         self.ok += 1;
         self.isl.add(rec);
         self.tools.add(rec);
+        self.upload.add(rec);
         if let Some(p) = self.pooling.as_mut() {
             p.add(rec);
         }

@@ -15,6 +15,7 @@ use crate::summary::apis::{Pooling, ToolCalls};
 use crate::summary::figure::{Figure, FigureValue};
 use crate::summary::metric::{role, Metric};
 use crate::summary::stages::StageSummary;
+use crate::summary::upload::Upload;
 use crate::summary::workload::{Realized, WorkloadStats};
 use crate::summary::{percentile_label, Overhead, Stats, Summary, FIXED_PERCENTILES};
 use std::io::{self, Write};
@@ -53,6 +54,7 @@ pub fn print_run_console(
     }
     small |= other_section(s, out)?;
     small |= pooling_block(s, out)?;
+    small |= upload_block(s.upload.as_ref(), out)?;
     tools_block(s.tools.as_ref(), out)?;
     super::console_users::sessions_block(s.sessions.as_ref(), out)?;
     super::console_users::cancellations_block(s.cancellations.as_ref(), out)?;
@@ -307,6 +309,34 @@ fn pooling_block(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
         ),
     )?;
     Ok(b.count > 0 && (b.is_small("p50") || b.is_small("p99")))
+}
+
+/// What the requests carried: body bytes always; images and audio when any was sent.
+/// Returns whether a shown percentile is marked as from too few samples.
+fn upload_block(u: Option<&Upload>, out: &mut impl Write) -> io::Result<bool> {
+    let Some(u) = u.filter(|u| u.body_bytes.count > 0) else {
+        return Ok(false);
+    };
+    writeln!(out, "{}", rule("Upload", '-'))?;
+    let b = &u.body_bytes;
+    row(
+        out,
+        "Request body bytes mean / median / P99:",
+        format!(
+            "{} / {} / {}",
+            num(b.mean, 0),
+            marked_n(b, "p50", 0),
+            marked_n(b, "p99", 0)
+        ),
+    )?;
+    let media = u.images > 0 || u.audio_ms > 0;
+    let (figures, values): (Vec<Figure>, Vec<FigureValue>) = Upload::FIGURES
+        .into_iter()
+        .zip(u.values())
+        .filter(|(f, _)| media || f.key.starts_with("body_bytes"))
+        .unzip();
+    figure_rows(out, &figures, &values)?;
+    Ok(b.is_small("p50") || b.is_small("p99"))
 }
 
 /// The tool calls the answers made (`--tools`, or any answer that called one).

@@ -79,6 +79,14 @@ fn counters(s: &ServerSummary, out: &mut impl Write) -> io::Result<()> {
             format!("{}% of {:.0}", n(rate, 2), q.delta),
         )?;
     }
+    if let (Some(q), Some(h)) = (c("mm_cache_queries"), c("mm_cache_hits")) {
+        let rate = (q.delta > 0.0).then(|| h.delta / q.delta * 100.0);
+        row(
+            out,
+            "MM-cache hits / queries (items):",
+            format!("{:.0} / {:.0} ({}%)", h.delta, q.delta, n(rate, 2)),
+        )?;
+    }
     if let Some(p) = c("preemptions") {
         row(out, "Preemptions:", format!("{:.0}", p.delta))?;
     }

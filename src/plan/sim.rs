@@ -224,7 +224,17 @@ pub struct SimSettings {
     pub tool_call_rate: f64,
     /// Length of the vectors `POST /v1/embeddings` answers with.
     pub embedding_dim: u32,
+    /// Prompt tokens each image of a request counts for (prefill cost and usage): 576, a
+    /// ViT-L/14 at 336 px (LLaVA-1.5's 24 × 24 patches). The image is never decoded.
+    pub image_tokens: u32,
+    /// Prompt tokens per second of audio: 25, Qwen2-Audio's (Whisper's 100 mel frames a
+    /// second, halved by its encoder's stride and again by its pooling, as vLLM counts them).
+    /// A WAV's length comes from its header.
+    pub audio_tokens_per_s: u32,
 }
+
+/// Most prompt tokens one image may count for.
+pub const MAX_IMAGE_TOKENS: u32 = 1 << 16;
 
 /// Longest embedding vector the simulator makes.
 pub const MAX_EMBEDDING_DIM: u32 = 1 << 16;
@@ -310,6 +320,8 @@ impl Default for SimSettings {
             arrivals_kept: 1 << 20,
             tool_call_rate: 0.0,
             embedding_dim: 1024,
+            image_tokens: 576,
+            audio_tokens_per_s: 25,
         }
     }
 }
@@ -352,6 +364,13 @@ impl SimSettings {
             ("block-size", self.block_size, 1, MAX_BLOCK_SIZE),
             ("arrivals-kept", self.arrivals_kept, 2, MAX_ARRIVALS_KEPT),
             ("embedding-dim", self.embedding_dim, 1, MAX_EMBEDDING_DIM),
+            ("image-tokens", self.image_tokens, 0, MAX_IMAGE_TOKENS),
+            (
+                "audio-tokens-per-s",
+                self.audio_tokens_per_s,
+                0,
+                MAX_IMAGE_TOKENS,
+            ),
         ];
         for (name, n, low, high) in counts {
             if !(low..=high).contains(&n) {

@@ -18,7 +18,8 @@
 //!  "input_tokens":128,"input_source":"tokenizer","output_tokens":3,"output_source":"usage",
 //!  "usage_prompt_tokens":135,"usage_completion_tokens":3,"cached_tokens":null,
 //!  "reads":4,"bytes":912,"events_dropped":0,"tool_calls":0,"items":0,"warmup_by":null,
-//!  "turn":null,"failure":null,"events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
+//!  "turn":null,"failure":null,"body_bytes":301,"uploaded_ns":1210,"images":0,"audio_ms":0,
+//!  "events":[[5100,0,null,0],[9000,1,8950,1],[14000,1,13950,1],[19000,1,18950,1]]}
 //! ```
 //!
 //! - Every stamp is integer nanoseconds on the run clock; `null` means it did not happen.
@@ -53,6 +54,11 @@
 //!   parse, or of an error event's payload: as text in `body` when UTF-8 (`body_hex` `null`),
 //!   else as lower-case hex in `body_hex` (`body` `null`). See `record::failure`. Lines
 //!   without it read as `null`.
+//! - `body_bytes` is the request body's length as written (its `Content-Length`);
+//!   `uploaded_ns` the completion of the request's last write (its last byte handed to the
+//!   kernel; `null` when it was never written whole): upload time is `uploaded_ns − sent_ns`.
+//!   `images` and `audio_ms` are the images and the milliseconds of audio it carried. Lines
+//!   without them (written before they existed) read as 0 and `null`.
 //! - `events` are compact arrays `[at_ns, tokens, server_ns_or_null, flags]` in arrival order,
 //!   token-bearing or not; `flags` is a bit set: 1 = carried output text, 2 = carried
 //!   reasoning text. Events sharing `at_ns` were completed by the same read. With
@@ -154,6 +160,7 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
     }
     turn(buf, r.turn.as_ref());
     failure(buf, &r.failure);
+    upload(buf, r);
     push(buf, ",\"events\":[");
     for (i, e) in r.events.iter().enumerate() {
         if i > 0 {
@@ -230,6 +237,15 @@ fn push_json_str(buf: &mut Vec<u8>, text: &str) {
         }
     }
     buf.push(b'"');
+}
+
+/// The upload and media fields (issue 34): body bytes, the last write's stamp, images,
+/// audio.
+fn upload(buf: &mut Vec<u8>, r: &Record) {
+    key_u64(buf, "body_bytes", r.body_bytes);
+    key_opt(buf, "uploaded_ns", r.uploaded_ns);
+    key_u64(buf, "images", r.images.into());
+    key_u64(buf, "audio_ms", r.audio_ms.into());
 }
 
 fn event(buf: &mut Vec<u8>, e: &EventStamp) {
@@ -403,11 +419,19 @@ mod tests {
         );
         (
             (
-                any::<u64>(),
-                any::<u16>(),
-                any::<bool>(),
-                any::<bool>(),
-                any::<u16>(),
+                (
+                    any::<u64>(),
+                    any::<u16>(),
+                    any::<bool>(),
+                    any::<bool>(),
+                    any::<u16>(),
+                ),
+                (
+                    any::<u64>(),
+                    proptest::option::of(any::<u64>()),
+                    any::<u32>(),
+                    any::<u32>(),
+                ),
             ),
             (
                 0..Outcome::ALL.len(),
@@ -439,61 +463,68 @@ mod tests {
                 ],
             ),
         )
-            .prop_map(|(ids, kinds, st, us, c, events, rid, turn, fail)| Record {
-                id: ids.0,
-                request_id: rid.0.map(|(run, n)| crate::record::RequestId {
-                    run: crate::record::RunId::new(&run).unwrap(),
-                    n,
-                }),
-                server_request_id: rid.1.into_bytes(),
-                worker: ids.1,
-                endpoint: ids.4,
-                warmup: ids.2 || ids.3,
-                warmup_by: crate::record::WarmupBy {
-                    count: ids.2,
-                    duration: ids.3,
+            .prop_map(
+                |((ids, media), kinds, st, us, c, events, rid, turn, fail)| Record {
+                    id: ids.0,
+                    request_id: rid.0.map(|(run, n)| crate::record::RequestId {
+                        run: crate::record::RunId::new(&run).unwrap(),
+                        n,
+                    }),
+                    server_request_id: rid.1.into_bytes(),
+                    worker: ids.1,
+                    endpoint: ids.4,
+                    warmup: ids.2 || ids.3,
+                    warmup_by: crate::record::WarmupBy {
+                        count: ids.2,
+                        duration: ids.3,
+                    },
+                    outcome: Outcome::ALL[kinds.0],
+                    status: kinds.1,
+                    intended_ns: kinds.2,
+                    sent_ns: st[0],
+                    head_ns: st[1],
+                    first_token_ns: st[2],
+                    first_output_ns: st[3],
+                    first_visible_ns: st[6],
+                    last_token_ns: st[4],
+                    done_ns: st[5],
+                    first_token_user_ns: st[7],
+                    done_user_ns: st[8],
+                    input_tokens: c.0,
+                    input_source: match kinds.4 {
+                        true => InputSource::Tokenizer,
+                        false => InputSource::Approximate,
+                    },
+                    output_tokens: c.1,
+                    output_source: [OslSource::Usage, OslSource::Tokenizer, OslSource::Events]
+                        [kinds.3],
+                    usage_prompt_tokens: us[0],
+                    usage_completion_tokens: us[1],
+                    cached_tokens: us[2],
+                    reads: c.2,
+                    bytes: c.3,
+                    events_dropped: c.4,
+                    tool_calls: c.5,
+                    items: c.6,
+                    turn: turn.map(|t| crate::record::Turn {
+                        session: t.0,
+                        index: t.1,
+                        session_start_ns: t.2,
+                        think_ns: t.3,
+                        end: t.4.map(|i| crate::plan::SessionEnd::ALL[i]),
+                    }),
+                    body_bytes: media.0,
+                    uploaded_ns: media.1,
+                    images: media.2,
+                    audio_ms: media.3,
+                    failure: crate::record::Failure {
+                        content_type: fail.0.into_bytes(),
+                        body: fail.1,
+                    },
+                    events,
+                    text: vec![],
                 },
-                outcome: Outcome::ALL[kinds.0],
-                status: kinds.1,
-                intended_ns: kinds.2,
-                sent_ns: st[0],
-                head_ns: st[1],
-                first_token_ns: st[2],
-                first_output_ns: st[3],
-                first_visible_ns: st[6],
-                last_token_ns: st[4],
-                done_ns: st[5],
-                first_token_user_ns: st[7],
-                done_user_ns: st[8],
-                input_tokens: c.0,
-                input_source: match kinds.4 {
-                    true => InputSource::Tokenizer,
-                    false => InputSource::Approximate,
-                },
-                output_tokens: c.1,
-                output_source: [OslSource::Usage, OslSource::Tokenizer, OslSource::Events][kinds.3],
-                usage_prompt_tokens: us[0],
-                usage_completion_tokens: us[1],
-                cached_tokens: us[2],
-                reads: c.2,
-                bytes: c.3,
-                events_dropped: c.4,
-                tool_calls: c.5,
-                items: c.6,
-                turn: turn.map(|t| crate::record::Turn {
-                    session: t.0,
-                    index: t.1,
-                    session_start_ns: t.2,
-                    think_ns: t.3,
-                    end: t.4.map(|i| crate::plan::SessionEnd::ALL[i]),
-                }),
-                failure: crate::record::Failure {
-                    content_type: fail.0.into_bytes(),
-                    body: fail.1,
-                },
-                events,
-                text: vec![],
-            })
+            )
     }
 
     proptest! {
@@ -540,6 +571,36 @@ mod tests {
         assert_eq!(back.usage_prompt_tokens, Some(115));
         let bad = line.replace(r#""tokenizer""#, r#""guess""#);
         assert!(parse_line(&bad, &mut back).unwrap_err().contains("guess"));
+    }
+
+    #[test]
+    fn upload_fields_are_written_and_old_lines_read_without_them() {
+        let r = Record {
+            id: 4,
+            body_bytes: 4_194_304,
+            uploaded_ns: Some(9_000),
+            images: 2,
+            audio_ms: 1_500,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        format_line(&mut buf, &r);
+        let line = std::str::from_utf8(&buf).unwrap();
+        let fields = r#""body_bytes":4194304,"uploaded_ns":9000,"images":2,"audio_ms":1500,"#;
+        assert!(line.contains(fields), "{line}");
+        let mut back = Record::default();
+        parse_line(line, &mut back).unwrap();
+        assert_eq!(back, r);
+        parse_line(&line.replace(fields, ""), &mut back).unwrap();
+        assert_eq!(
+            (
+                back.body_bytes,
+                back.uploaded_ns,
+                back.images,
+                back.audio_ms
+            ),
+            (0, None, 0, 0)
+        );
     }
 
     #[test]

@@ -449,6 +449,23 @@ pub struct Record {
     /// recycled with the events'. Logs written before it existed lack it.
     #[serde(default)]
     pub failure: Failure,
+    // ---- Upload and media (issue 34): what the request carried and how long it took to
+    // leave. Logs written before these existed lack them (0, `null`).
+    /// Bytes of the request's body as written (its `Content-Length`).
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// The completion of the request's last write: its last byte handed to the kernel (a
+    /// large body leaves in many writes). `upload_ns` = this − `sent_ns`; `None`: never
+    /// written whole.
+    #[serde(default)]
+    pub uploaded_ns: Option<u64>,
+    /// Images the request carried (content parts).
+    #[serde(default)]
+    pub images: u32,
+    /// Audio the request carried, milliseconds.
+    #[serde(default)]
+    pub audio_ms: u32,
+    // ---- end of upload and media.
     /// Every event, in arrival order (token-bearing or not).
     pub events: Vec<EventStamp>,
     /// The generated text, unescaped, event after event (`EventStamp::text_bytes` each), kept
@@ -567,6 +584,18 @@ impl Record {
     /// missing.
     pub fn ttfv_ns(&self) -> Option<u64> {
         Some(self.first_visible_ns?.saturating_sub(self.sent_ns?))
+    }
+
+    /// Upload: the request's last write completed − send (its first byte); `None` when
+    /// either is missing.
+    pub fn upload_ns(&self) -> Option<u64> {
+        Some(self.uploaded_ns?.saturating_sub(self.sent_ns?))
+    }
+
+    /// TTFT from the request's last byte: first token-bearing event − the last write's
+    /// completion (`ttft` is from the first byte); `None` when either is missing.
+    pub fn ttft_from_upload_ns(&self) -> Option<u64> {
+        Some(self.first_token_ns?.saturating_sub(self.uploaded_ns?))
     }
 
     /// Its prompt's tokens: the server's `usage.prompt_tokens` where given, else the client's
@@ -735,6 +764,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(r.ttft_ns(), Some(50_000));
+        assert_eq!(r.upload_ns(), None, "never written whole: no upload time");
+        let written = Record {
+            uploaded_ns: Some(1_700),
+            ..r.clone()
+        };
+        assert_eq!(written.upload_ns(), Some(700));
+        assert_eq!(written.ttft_from_upload_ns(), Some(49_300));
         assert_eq!(r.ttfb_ns(), Some(1_000));
         assert_eq!(r.e2e_ns(), Some(81_000));
         assert_eq!(r.tpot_ns(), Some(10_000));

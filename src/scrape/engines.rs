@@ -45,18 +45,21 @@ pub enum Unit {
     Tokens,
     /// A number of events (preemptions).
     Events,
+    /// A number of multimodal items (images, audio clips).
+    Items,
     /// Seconds (every histogram's observations).
     Seconds,
 }
 
 impl Unit {
     /// Every unit.
-    pub const ALL: [Unit; 5] = [
+    pub const ALL: [Unit; 6] = [
         Unit::Requests,
         Unit::Fraction,
         Unit::Tokens,
         Unit::Events,
         Unit::Seconds,
+        Unit::Items,
     ];
 
     /// Its name for people and files.
@@ -67,6 +70,7 @@ impl Unit {
             Unit::Tokens => "tokens",
             Unit::Events => "events",
             Unit::Seconds => "seconds",
+            Unit::Items => "items",
         }
     }
 }
@@ -135,6 +139,10 @@ concepts! {
     PrefillTime "prefill_time" "Prefill time" Histogram Seconds;
     /// Time a request spent in decode.
     DecodeTime "decode_time" "Decode time" Histogram Seconds;
+    /// Multimodal items (images, audio) looked up in the engine's multimodal cache.
+    MmCacheQueries "mm_cache_queries" "MM-cache queries" Counter Items;
+    /// Multimodal items the cache held (their processed inputs reused).
+    MmCacheHits "mm_cache_hits" "MM-cache hits" Counter Items;
 }
 
 impl Concept {
@@ -288,6 +296,8 @@ const VLLM: &[Row] = &[
     row("vllm:gpu_prefix_cache_queries", CTR, C::PrefixCacheQueries),
     row("vllm:prefix_cache_hits", CTR, C::PrefixCacheHits),
     row("vllm:gpu_prefix_cache_hits", CTR, C::PrefixCacheHits),
+    row("vllm:mm_cache_queries", CTR, C::MmCacheQueries),
+    row("vllm:mm_cache_hits", CTR, C::MmCacheHits),
     row("vllm:num_preemptions", CTR, C::Preemptions),
     row("vllm:prompt_tokens", CTR, C::PromptTokens),
     row("vllm:generation_tokens", CTR, C::GenerationTokens),

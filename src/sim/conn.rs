@@ -19,6 +19,7 @@ use super::engine::{Engine, Seat};
 use super::fault::FaultDraw;
 use super::format::pool::{self, PoolReply};
 use super::format::{self, Api, Pool, Reply, Status};
+use super::mm_cache::{MmCache, MM_CACHE_ITEMS};
 use super::request::{self, Head, HeadError, Job, PoolBatch, Route, ToolPick};
 use super::stats::{bump, ThreadStats};
 use super::tls_stream::SimStream;
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
     /// This replica's scheduler: slots, queue, KV cache (`engine/`).
     pub engine: RefCell<Engine>,
+    /// This replica's multimodal cache (`mm_cache`).
+    mm_cache: RefCell<MmCache>,
     next_conn: Cell<u64>,
     next_seq: Cell<u64>,
     /// Requests that drew for a tool call without an `x-request-id` to draw by.
@@ -65,6 +68,7 @@ impl Shared {
         Self {
             faults: FaultDraw::new(settings.faults.seed, thread),
             engine: RefCell::new(Engine::new(&settings.sim)),
+            mm_cache: RefCell::new(MmCache::new(MM_CACHE_ITEMS)),
             settings,
             stats,
             board,
@@ -75,6 +79,19 @@ impl Shared {
             // Thread index in the top bits keeps response ids unique across threads.
             next_seq: Cell::new(thread << 48),
         }
+    }
+
+    /// Looks a request's images up in the multimodal cache, counting the queries and
+    /// hits; an image beyond the hashed ones is a query that misses.
+    fn mm_lookup(&self, media: &request::Media) {
+        if media.images == 0 {
+            return;
+        }
+        let mut cache = self.mm_cache.borrow_mut();
+        let hits = media.hashes().iter().filter(|&&h| cache.query(h)).count();
+        let m = &self.stats.prom;
+        bump(&m.mm_queries, media.images.into());
+        bump(&m.mm_hits, hits as u64);
     }
 
     /// Wakes every connection so it sees `stopping` and ends: reads get EOF, writes fail,
@@ -383,6 +400,7 @@ impl Conn {
                 let key = head
                     .request_id
                     .and_then(|(at, n)| body_key(&self.rbuf, at, n));
+                self.shared.mm_lookup(&job.media);
                 let tool = pick_tool(&job.tool, api, key, &self.shared);
                 self.tool_name.clear();
                 self.tool_name.push_str(tool.unwrap_or_default());
@@ -829,7 +847,11 @@ fn plan_of(api: Api, job: &Job<'_>, tool: bool, model: &mut String, s: &Settings
         max_tokens: job.max_tokens,
         include_usage: job.include_usage,
         continuous_usage: job.continuous_usage,
-        prompt_tokens: job.prompt_tokens,
+        prompt_tokens: (u64::from(job.prompt_tokens)
+            + job
+                .media
+                .tokens(s.sim.image_tokens, s.sim.audio_tokens_per_s))
+        .min(u64::from(u32::MAX)) as u32,
         flavor: s.sim.flavor,
         reasoning_tokens: match api {
             Api::Chat if !tool => s.sim.reasoning_tokens.min(job.max_tokens),

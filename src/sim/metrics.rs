@@ -83,6 +83,9 @@ pub(crate) struct ReplicaMetrics {
     pub kv_evictions: AtomicU64,
     pub prefix_queries: AtomicU64,
     pub prefix_hits: AtomicU64,
+    /// Images looked up in the multimodal cache, and those it held.
+    pub mm_queries: AtomicU64,
+    pub mm_hits: AtomicU64,
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     /// Completions that ended by `max_tokens` (every simulated one that finishes).
@@ -111,6 +114,8 @@ impl Default for ReplicaMetrics {
             kv_evictions: AtomicU64::new(0),
             prefix_queries: AtomicU64::new(0),
             prefix_hits: AtomicU64::new(0),
+            mm_queries: AtomicU64::new(0),
+            mm_hits: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
             generation_tokens: AtomicU64::new(0),
             finished_length: AtomicU64::new(0),
@@ -184,6 +189,16 @@ const VLLM: &[Family] = &[
         name: "vllm:prefix_cache_hits",
         help: "Prefix cache hits, in terms of number of cached tokens.",
         value: Value::Counter(|m| load(&m.prefix_hits)),
+    },
+    Family {
+        name: "vllm:mm_cache_queries",
+        help: "Multi-modal cache queries, in terms of number of queried items.",
+        value: Value::Counter(|m| load(&m.mm_queries)),
+    },
+    Family {
+        name: "vllm:mm_cache_hits",
+        help: "Multi-modal cache hits, in terms of number of cached items.",
+        value: Value::Counter(|m| load(&m.mm_hits)),
     },
     Family {
         name: "vllm:num_preemptions",
@@ -418,6 +433,8 @@ mod tests {
         a.ttft.observe(30_000_000);
         b.ttft.observe(3_000_000);
         bump(&b.running, 3);
+        bump(&a.mm_queries, 5);
+        bump(&a.mm_hits, 4);
         let mut out = vec![];
         render(&mut out, Flavor::Vllm, "m\"x", &[&a, &b]);
         let page = String::from_utf8(out).unwrap();
@@ -426,6 +443,10 @@ mod tests {
             "# TYPE vllm:num_requests_running gauge".to_string(),
             format!("vllm:num_requests_running{{engine=\"1\",{l}}} 3.0"),
             "# TYPE vllm:prefix_cache_hits_total counter".to_string(),
+            "# TYPE vllm:mm_cache_queries_total counter".to_string(),
+            format!("vllm:mm_cache_queries_total{{engine=\"0\",{l}}} 5.0"),
+            format!("vllm:mm_cache_hits_total{{engine=\"0\",{l}}} 4.0"),
+            format!("vllm:mm_cache_hits_total{{engine=\"1\",{l}}} 0.0"),
             format!("vllm:time_to_first_token_seconds_bucket{{engine=\"0\",le=\"0.02\",{l}}} 0.0"),
             format!("vllm:time_to_first_token_seconds_bucket{{engine=\"0\",le=\"0.04\",{l}}} 2.0"),
             format!("vllm:time_to_first_token_seconds_bucket{{engine=\"0\",le=\"+Inf\",{l}}} 2.0"),

@@ -50,6 +50,9 @@
 //! Approximations, said once: there is no tokenizer, so the simulator's token is a word —
 //! a run of bytes above 0x20 — of the prompt (message `content` strings and content parts'
 //! `text`), or one id of a token-id prompt; `prompt_tokens` counts those. The non-streaming body carries `ringbench_ns` as well.
+//! Images and audio in content parts are never decoded: each image counts `--image-tokens`
+//! prompt tokens and each second of audio (from the WAV header) `--audio-tokens-per-s`, and
+//! each image's payload hash is looked up in the replica's multimodal cache (`mm_cache`).
 
 mod arrivals;
 mod conn;
@@ -58,6 +61,7 @@ pub mod fault;
 mod format;
 mod load_model;
 mod metrics;
+mod mm_cache;
 mod request;
 mod server;
 mod stats;

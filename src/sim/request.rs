@@ -166,6 +166,61 @@ pub(crate) struct Job<'a> {
     pub prompt_tokens: u32,
     /// Whether the answer may be a tool call, and to which tool (`tools`, `tool_choice`).
     pub tool: ToolPick<'a>,
+    /// The images and audio of the prompt's content parts (not in `prompt_tokens`: the
+    /// engine's settings say what they count for).
+    pub media: Media,
+}
+
+/// Most images of one request whose bytes are hashed for the multimodal cache; those beyond
+/// are counted (tokens, cache queries) but never hit.
+pub(crate) const MAX_HASHED_IMAGES: usize = 16;
+
+/// The images and audio of a request's content parts, found without decoding them: OpenAI
+/// chat's `image_url` and `input_audio` parts, Responses' `input_image`, Anthropic's `image`
+/// blocks. Each image is a hash of its payload as sent (the data URL's base64, or the URL):
+/// identical bytes, identical hash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Media {
+    pub images: u32,
+    /// Audio length, from each WAV's header (0 for audio that is not a readable WAV).
+    pub audio_ms: u64,
+    /// The first `MAX_HASHED_IMAGES` images' hashes, in order.
+    pub hashes: [u64; MAX_HASHED_IMAGES],
+    pub hashed: u8,
+}
+
+impl Media {
+    fn add(&mut self, other: &Media) {
+        self.images = self.images.saturating_add(other.images);
+        self.audio_ms = self.audio_ms.saturating_add(other.audio_ms);
+        for &h in &other.hashes[..other.hashed as usize] {
+            self.push_hash(h);
+        }
+    }
+
+    fn push_hash(&mut self, h: u64) {
+        if let Some(slot) = self.hashes.get_mut(self.hashed as usize) {
+            *slot = h;
+            self.hashed += 1;
+        }
+    }
+
+    fn image(&mut self, hash: u64) {
+        self.images = self.images.saturating_add(1);
+        self.push_hash(hash);
+    }
+
+    /// The hashes kept.
+    pub fn hashes(&self) -> &[u64] {
+        &self.hashes[..self.hashed as usize]
+    }
+
+    /// Prompt tokens they count for: `image_tokens` each image, `audio_tokens_per_s` each
+    /// second of audio.
+    pub fn tokens(&self, image_tokens: u32, audio_tokens_per_s: u32) -> u64 {
+        u64::from(self.images) * u64::from(image_tokens)
+            + self.audio_ms * u64::from(audio_tokens_per_s) / 1000
+    }
 }
 
 /// What a request's `tools` and `tool_choice` allow.
@@ -265,6 +320,7 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<Job<'_>, BodyError> {
             .unwrap_or(false),
         model: raw.model,
         prompt_tokens: size.tokens(),
+        media: size.media,
     })
 }
 
@@ -388,6 +444,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ChoiceVisitor<'a> {
 struct PromptSize {
     words: u64,
     ids: u64,
+    media: Media,
 }
 
 /// Words of `s`: runs of bytes above 0x20 (space and control characters separate words, so
@@ -475,6 +532,7 @@ impl PromptSize {
     fn add(&mut self, other: PromptSize) {
         self.words += other.words;
         self.ids += other.ids;
+        self.media.add(&other.media);
     }
 }
 
@@ -496,16 +554,22 @@ impl<'de> Visitor<'de> for SizeVisitor {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<PromptSize, E> {
         Ok(PromptSize {
             words: words(v),
-            ids: 0,
+            ..PromptSize::default()
         })
     }
 
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<PromptSize, E> {
-        Ok(PromptSize { words: 0, ids: 1 })
+        Ok(PromptSize {
+            ids: 1,
+            ..PromptSize::default()
+        })
     }
 
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<PromptSize, E> {
-        Ok(PromptSize { words: 0, ids: 1 })
+        Ok(PromptSize {
+            ids: 1,
+            ..PromptSize::default()
+        })
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<PromptSize, E> {
@@ -520,18 +584,166 @@ impl<'de> Visitor<'de> for SizeVisitor {
         Ok(total)
     }
 
-    /// A message (`content`) or a content part (`text`); other keys are skipped.
+    /// A message (`content`) or a content part (`text`, or an image or audio: `Media`);
+    /// other keys are skipped.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PromptSize, A::Error> {
         let mut total = PromptSize::default();
+        // An Anthropic block's `source` is an image only in a block of `type` image (a
+        // `document` has one too); the keys may come in any order.
+        let (mut kind_image, mut source) = (false, None);
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "content" || key == "text" {
-                total.add(map.next_value::<PromptSize>()?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
+            match key.as_ref() {
+                "content" | "text" => total.add(map.next_value::<PromptSize>()?),
+                "image_url" => total.media.image(map.next_value::<Payload>()?.hash),
+                "source" => source = Some(map.next_value::<Payload>()?.hash),
+                "input_audio" => {
+                    let ms = map.next_value::<Payload>()?.audio_ms;
+                    total.media.audio_ms = total.media.audio_ms.saturating_add(ms);
+                }
+                "type" => kind_image = map.next_value::<Cow<'de, str>>()? == "image",
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
+        }
+        if let (true, Some(hash)) = (kind_image, source) {
+            total.media.image(hash);
         }
         Ok(total)
     }
+}
+
+/// An image's or an audio clip's payload: a string (a URL or a data URL; Responses'
+/// `image_url`), or an object holding it (`{"url":..}`, `{"data":..}`, Anthropic's
+/// `{"type":"base64","data":..}` or `{"type":"url","url":..}`). Kept: its hash, and the
+/// audio length a WAV payload's header gives.
+#[derive(Default)]
+struct Payload {
+    hash: u64,
+    audio_ms: u64,
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(PayloadVisitor)
+    }
+}
+
+struct PayloadVisitor;
+
+impl<'de> Visitor<'de> for PayloadVisitor {
+    type Value = Payload;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an image or audio: a URL, or an object with `url` or `data`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Payload, E> {
+        Ok(Payload {
+            hash: payload_hash(v.as_bytes()),
+            audio_ms: wav_ms(v.as_bytes()),
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Payload, A::Error> {
+        let mut found = Payload::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "url" | "data" => found = map.next_value::<Payload>()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A fast 64-bit hash of a payload, eight bytes at a time (a 4 MB image in well under a
+/// millisecond): every byte counts, so two images that differ anywhere (a per-request salt
+/// in the last pixels) hash apart.
+pub(crate) fn payload_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, x: u64| (h ^ x).wrapping_mul(K).rotate_left(29);
+    let chunks = bytes.chunks_exact(8);
+    let rest = chunks.remainder();
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    for c in chunks {
+        h = mix(h, u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+    }
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    splitmix64(mix(h, u64::from_le_bytes(last)))
+}
+
+/// The length of a base64 WAV (a bare string or a `data:` URL), ms, from its header: the
+/// `fmt ` chunk's byte rate and the `data` chunk's size (or, when the header does not say,
+/// what follows it). 0 when it is not a WAV this can read.
+pub(crate) fn wav_ms(payload: &[u8]) -> u64 {
+    let b64 = match payload.iter().position(|&b| b == b',') {
+        Some(comma) if payload.starts_with(b"data:") => &payload[comma + 1..],
+        _ => payload,
+    };
+    let mut head = [0u8; 192];
+    let n = b64_prefix(b64, &mut head);
+    let head = &head[..n];
+    if n < 12 || &head[..4] != b"RIFF" || &head[8..12] != b"WAVE" {
+        return 0;
+    }
+    let total = (b64.len() / 4 * 3) as u64;
+    let (mut at, mut byte_rate) = (12usize, 0u64);
+    while at + 8 <= head.len() {
+        let size = u32::from_le_bytes([head[at + 4], head[at + 5], head[at + 6], head[at + 7]]);
+        match &head[at..at + 4] {
+            b"fmt " if at + 20 <= head.len() => {
+                let r = &head[at + 16..at + 20];
+                byte_rate = u64::from(u32::from_le_bytes([r[0], r[1], r[2], r[3]]));
+            }
+            b"data" if byte_rate > 0 => {
+                let left = total.saturating_sub(at as u64 + 8);
+                return u64::from(size).min(left) * 1000 / byte_rate;
+            }
+            _ => {}
+        }
+        at += 8 + size as usize + (size as usize & 1);
+    }
+    0
+}
+
+/// Decodes the start of standard base64 into `out`, as far as it fills or the text stops
+/// being base64; the bytes decoded.
+fn b64_prefix(text: &[u8], out: &mut [u8]) -> usize {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut n = 0;
+    for quad in text.chunks_exact(4) {
+        let mut v = [0u8; 4];
+        for (slot, &c) in v.iter_mut().zip(quad) {
+            match value(c) {
+                Some(x) => *slot = x,
+                None => return n,
+            }
+        }
+        let bytes = [
+            (v[0] << 2) | (v[1] >> 4),
+            (v[1] << 4) | (v[2] >> 2),
+            (v[2] << 6) | v[3],
+        ];
+        for b in bytes {
+            match out.get_mut(n) {
+                Some(slot) => *slot = b,
+                None => return n,
+            }
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Pushes the prompt's tokens — the same words (or ids) `prompt_tokens` counts, in order —
@@ -1011,5 +1223,106 @@ Connection: close\r\n\r\n";
         hash_prompt(br#"{"prompt":[1,2]}"#, &mut chat).unwrap();
         hash_prompt(br#"{"prompt":"1 2"}"#, &mut text).unwrap();
         assert_ne!(chat.hashes, text.hashes);
+    }
+}
+
+#[cfg(test)]
+mod media_tests {
+    use super::*;
+    use base64::Engine as _;
+
+    /// A 16 kHz mono 16-bit WAV of `ms` milliseconds of silence, base64.
+    fn wav_b64(ms: u32) -> String {
+        let data = 32 * ms; // 32,000 bytes a second
+        let mut w = Vec::new();
+        w.extend_from_slice(b"RIFF");
+        w.extend_from_slice(&(36 + data).to_le_bytes());
+        w.extend_from_slice(b"WAVEfmt ");
+        w.extend_from_slice(&16u32.to_le_bytes());
+        w.extend_from_slice(&1u16.to_le_bytes()); // PCM
+        w.extend_from_slice(&1u16.to_le_bytes()); // mono
+        w.extend_from_slice(&16_000u32.to_le_bytes());
+        w.extend_from_slice(&32_000u32.to_le_bytes()); // byte rate
+        w.extend_from_slice(&2u16.to_le_bytes());
+        w.extend_from_slice(&16u16.to_le_bytes());
+        w.extend_from_slice(b"data");
+        w.extend_from_slice(&data.to_le_bytes());
+        w.resize(w.len() + data as usize, 0);
+        base64::engine::general_purpose::STANDARD.encode(w)
+    }
+
+    #[test]
+    fn content_parts_count_images_and_audio_without_their_bytes_as_words() {
+        let (a, b) = ("data:image/png;base64,iVBORw0KGgoAAAA", "https://x/y.png");
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":[{{"type":"text","text":"two words"}},
+            {{"type":"image_url","image_url":{{"url":"{a}"}}}},
+            {{"type":"image_url","image_url":{{"url":"{b}","detail":"low"}}}},
+            {{"type":"input_audio","input_audio":{{"data":"{}","format":"wav"}}}}]}}]}}"#,
+            wav_b64(1_500)
+        );
+        let job = parse_body(body.as_bytes()).unwrap();
+        assert_eq!(job.prompt_tokens, 2, "the text's words only");
+        assert_eq!((job.media.images, job.media.audio_ms), (2, 1_500));
+        let want = [payload_hash(a.as_bytes()), payload_hash(b.as_bytes())];
+        assert_eq!(job.media.hashes(), want);
+        assert_eq!(job.media.tokens(576, 25), 2 * 576 + 37);
+    }
+
+    #[test]
+    fn responses_and_messages_images_count_and_documents_do_not() {
+        let body = br#"{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},
+            {"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}]}"#;
+        let job = parse_body(body).unwrap();
+        assert_eq!((job.prompt_tokens, job.media.images), (1, 1));
+        // Anthropic: `type` after `source`, and a document's source is no image.
+        let body = br#"{"max_tokens":5,"messages":[{"role":"user","content":[
+            {"source":{"type":"base64","media_type":"image/png","data":"QUJD"},"type":"image"},
+            {"type":"document","source":{"type":"base64","data":"REVG"}},
+            {"type":"text","text":"what"}]}]}"#;
+        let job = parse_body(body).unwrap();
+        assert_eq!((job.prompt_tokens, job.media.images), (1, 1));
+        assert_eq!(job.media.hashes(), [payload_hash(b"QUJD")]);
+    }
+
+    #[test]
+    fn identical_payloads_hash_alike_and_one_byte_apart_differently() {
+        let a = vec![b'A'; 4 << 20];
+        let mut b = a.clone();
+        *b.last_mut().unwrap() = b'B';
+        assert_eq!(payload_hash(&a), payload_hash(&a.clone()));
+        assert_ne!(payload_hash(&a), payload_hash(&b));
+        assert_ne!(
+            payload_hash(b"AAAA"),
+            payload_hash(b"AAAAA"),
+            "length counts"
+        );
+    }
+
+    #[test]
+    fn a_wav_length_comes_from_its_header_and_anything_else_is_zero() {
+        assert_eq!(wav_ms(wav_b64(2_000).as_bytes()), 2_000);
+        let url = format!("data:audio/wav;base64,{}", wav_b64(250));
+        assert_eq!(wav_ms(url.as_bytes()), 250);
+        assert_eq!(wav_ms(b"iVBORw0KGgoAAAANSUhEUgAA"), 0, "a PNG");
+        assert_eq!(wav_ms(b"not base64 at all"), 0);
+        // A header that claims more data than was sent: what was sent.
+        // 3,276 bytes sent (a whole number of base64 quads): 3,232 of data, 101 ms.
+        let short = &wav_b64(1_000)[..3_276 / 3 * 4];
+        assert_eq!(wav_ms(short.as_bytes()), 101);
+    }
+
+    #[test]
+    fn more_images_than_hashed_are_counted() {
+        let parts: Vec<String> = (0..MAX_HASHED_IMAGES + 3)
+            .map(|i| format!(r#"{{"type":"image_url","image_url":{{"url":"u{i}"}}}}"#))
+            .collect();
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":[{}]}}]}}"#,
+            parts.join(",")
+        );
+        let job = parse_body(body.as_bytes()).unwrap();
+        assert_eq!(job.media.images as usize, MAX_HASHED_IMAGES + 3);
+        assert_eq!(job.media.hashes().len(), MAX_HASHED_IMAGES);
     }
 }

@@ -123,6 +123,13 @@ metrics! {
     /// Per-token ITL: each chunk gap divided by the tokens it delivered, one sample per
     /// token (exact counts when the server streams cumulative usage, else an even split).
     ItlPerToken itl_per_token "ITL per token" "ITL per token" STREAM;
+    /// Upload time: the request's first byte (send) to the completion of its last write. A
+    /// large body (images, audio) leaves in many writes; the last one completes when the
+    /// kernel took its last byte, which may still wait in the socket's send buffer.
+    Upload upload "Upload" "Upload (first to last byte sent)" ROW;
+    /// TTFT from the request's last byte (`upload`'s end) instead of its first: what the
+    /// server took once it could have read the whole request. `ttft` is from the first byte.
+    TtftFromUpload ttft_from_upload "TTFT from upload" "TTFT from the last byte sent" STREAM | ROW;
 }
 
 impl Metric {
@@ -214,7 +221,9 @@ mod tests {
                 "ttft_user",
                 "itl_user",
                 "e2e_user",
-                "max_stall"
+                "max_stall",
+                "upload",
+                "ttft_from_upload"
             ]
         );
         assert_eq!(
@@ -236,7 +245,8 @@ mod tests {
                 "ttft_user",
                 "itl_user",
                 "max_stall",
-                "itl_per_token"
+                "itl_per_token",
+                "ttft_from_upload"
             ]
         );
     }

@@ -18,6 +18,7 @@ pub mod session;
 pub mod shard;
 pub mod stages;
 pub mod study;
+pub mod upload;
 pub mod workload;
 
 pub use metric::{Latency, Metric};
@@ -213,6 +214,11 @@ pub struct Summary {
     /// `errors::MAX_ERROR_GROUPS` most frequent first; empty when none failed.
     #[serde(default)]
     pub errors: Vec<errors::ErrorGroup>,
+    /// What the measured successful requests carried (body bytes, images, audio) and at what
+    /// rate; their upload time is `latency_ms.upload`. `null` in summaries written before it
+    /// existed.
+    #[serde(default)]
+    pub upload: Option<upload::Upload>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed

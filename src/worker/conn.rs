@@ -9,6 +9,7 @@ use super::sink::{credit_empty_text, final_outcome, resolve_osl, RecordSink, Str
 use super::Ctx;
 use crate::http::{Limits, Progress, ResponseError, ResponseParser};
 use crate::plan::CancelAfter;
+use crate::prepare::catalog::Entry;
 use crate::record::{Outcome, Record, WarmupBy};
 use crate::rt::timer::Timer;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
@@ -160,10 +161,9 @@ impl Conn {
 
     pub(super) async fn exchange(&mut self, ctx: &Ctx, job: Job) -> Record {
         let catalog = &ctx.setup.catalog;
-        let input_tokens = catalog.write(job.id, job.to, &mut self.out).input_tokens;
+        let payload = Payload::of(catalog.write(job.id, job.to, &mut self.out), 0);
         let warmup_by = ctx.warmup_by(job.id, job.intended_ns);
-        self.exchange_written(ctx, job, input_tokens, warmup_by)
-            .await
+        self.exchange_written(ctx, job, payload, warmup_by).await
     }
 
     /// The send buffer, for a caller that writes the request itself (`session`).
@@ -171,13 +171,13 @@ impl Conn {
         &mut self.out
     }
 
-    /// `exchange` of the request already in the send buffer (`out_mut`), of `input_tokens`
-    /// prompt tokens, under the warm-up rules `warmup_by`.
+    /// `exchange` of the request already in the send buffer (`out_mut`), which carries
+    /// `payload`, under the warm-up rules `warmup_by`.
     pub(super) async fn exchange_written(
         &mut self,
         ctx: &Ctx,
         job: Job,
-        input_tokens: u32,
+        payload: Payload,
         warmup_by: WarmupBy,
     ) -> Record {
         let s = &ctx.setup;
@@ -195,8 +195,11 @@ impl Conn {
             warmup: warmup_by.any(),
             warmup_by,
             intended_ns: job.intended_ns,
-            input_tokens,
+            input_tokens: payload.input_tokens,
             input_source: s.catalog.input_source,
+            body_bytes: payload.body_bytes,
+            images: payload.images,
+            audio_ms: payload.audio_ms,
             request_id: s.catalog.request_id(job.id),
             events: spare.events,
             text: spare.text,
@@ -333,6 +336,7 @@ impl Conn {
         if res.is_err() {
             return Attempt::Stale;
         }
+        rec.uploaded_ns = Some(stamp_written(ctx, sent_ns));
         let mut got_bytes = false;
         let mut stream_state = StreamState::default();
         let mut cut = Cut::new(cut, s.clock.origin_mono_ns() + sent_ns);
@@ -429,6 +433,49 @@ fn stamp_send(ctx: &Ctx, rec: &mut Record, first: bool) -> u64 {
         s.shared.sent[s.index].0.fetch_add(1, Ordering::Relaxed);
     }
     sent_ns
+}
+
+/// The stamp of the request's last write's completion, never before its send. io_uring
+/// completes the write before the driver returns: the pass's stamp (taken before any lane
+/// of the pass parses, `pass`), as a read's; epoll's write ran in the lane just now.
+fn stamp_written(ctx: &Ctx, sent_ns: u64) -> u64 {
+    let clock = &ctx.setup.clock;
+    let at = match ctx.driver_reads {
+        true => ctx.pass.stamp(clock),
+        false => clock.now_ns(),
+    };
+    at.max(sent_ns)
+}
+
+/// What a request carries, known before it is sent: its prompt tokens, body bytes, images
+/// and audio.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Payload {
+    pub input_tokens: u32,
+    pub body_bytes: u64,
+    pub images: u32,
+    pub audio_ms: u32,
+}
+
+impl Payload {
+    /// What `entry` carries as the catalog wrote it, with `more_body` bytes added to its
+    /// body (a conversation turn's history). Images and audio: the catalog does not count
+    /// them yet (0 here); `Entry::images` / `Entry::audio_ms` go in these two fields once it
+    /// does.
+    pub(super) fn of(entry: &Entry, more_body: usize) -> Payload {
+        Payload {
+            input_tokens: entry.input_tokens,
+            body_bytes: (body_len(entry) + more_body) as u64,
+            images: 0,
+            audio_ms: 0,
+        }
+    }
+}
+
+/// `entry`'s body length as the catalog built it: what follows the head's blank line (at
+/// `head_end`, two bytes).
+pub(super) fn body_len(entry: &Entry) -> usize {
+    entry.byte_len() - entry.head_end as usize - 2
 }
 
 /// How one request the client aborts is cut (`--cancel-after`): at a deadline, or once
@@ -537,6 +584,7 @@ fn parse_outcome(e: ResponseError) -> Outcome {
 /// Forgets what a stale attempt left in the record before the request is sent again.
 fn clear_response(rec: &mut Record) {
     rec.status = 0;
+    rec.uploaded_ns = None;
     rec.head_ns = None;
     rec.first_token_ns = None;
     rec.first_output_ns = None;

@@ -86,6 +86,23 @@ impl Pass {
         t
     }
 
+    /// The pass's stamp (taken now if this is the first) for a completion the driver
+    /// returned that is not a work item of its own: a request's last write (its send was
+    /// the item).
+    #[inline]
+    pub fn stamp(&self, clock: &RunClock) -> u64 {
+        match self.stamp.get() {
+            Some(t) => t,
+            None => {
+                let t = clock.now_ns();
+                self.stamp.set(Some(t));
+                // The end of the pass forgets the stamp.
+                self.wake_tail();
+                t
+            }
+        }
+    }
+
     /// A send stamped at `t` (its `sent_ns`): a work item of this pass.
     #[inline]
     pub fn sent(&self, t: u64) {

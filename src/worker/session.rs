@@ -11,7 +11,7 @@
 //! session: they grow to the longest conversation once, then nothing is allocated per turn.
 //! Never prints.
 
-use super::conn::Conn;
+use super::conn::{Conn, Payload};
 use super::lane::Job;
 use super::Ctx;
 use crate::plan::{SessionEnd, SessionSpec};
@@ -49,7 +49,8 @@ impl SessionBufs {
     }
 
     /// Turn `id` of `session`, to server `to`, into `out` (see `build_turn`); its catalog
-    /// entry.
+    /// entry and what the turn carries (its prompt tokens are the entry's alone: the caller
+    /// adds the history's).
     fn write_turn(
         &mut self,
         ctx: &Ctx,
@@ -57,7 +58,7 @@ impl SessionBufs {
         id: u64,
         to: usize,
         out: &mut Vec<u8>,
-    ) -> Entry {
+    ) -> (Entry, Payload) {
         let catalog = &ctx.setup.catalog;
         let entry = *catalog.write(id, to, &mut self.single);
         let turn = TurnParts {
@@ -66,8 +67,8 @@ impl SessionBufs {
             head_len: catalog.head_len(to),
             history: &self.history,
         };
-        build_turn(turn, session, catalog.request_id(session), out);
-        entry
+        let history = build_turn(turn, session, catalog.request_id(session), out);
+        (entry, Payload::of(&entry, history))
     }
 }
 
@@ -101,15 +102,15 @@ pub(super) async fn run(ctx: &Ctx, conn: &mut Conn, bufs: &mut SessionBufs, star
         shared.turns_begun[s.index]
             .0
             .fetch_add(1, Ordering::Relaxed);
-        let entry = bufs.write_turn(ctx, session, id, start.to, conn.out_mut());
-        let input_tokens = context_tokens.saturating_add(entry.input_tokens);
+        let (entry, mut payload) = bufs.write_turn(ctx, session, id, start.to, conn.out_mut());
+        payload.input_tokens = context_tokens.saturating_add(entry.input_tokens);
         let job = Job {
             id,
             intended_ns: intended,
             to: start.to,
         };
         let mut rec = conn
-            .exchange_written(ctx, job, input_tokens, warmup_of(ctx, session, job))
+            .exchange_written(ctx, job, payload, warmup_of(ctx, session, job))
             .await;
         let started = *start_ns.get_or_insert(rec.sent_ns.unwrap_or(intended));
         let done_ns = rec.done_ns.unwrap_or_else(|| s.clock.now_ns());
@@ -233,12 +234,13 @@ pub(super) struct TurnParts<'a> {
 
 /// The turn's request into `out`: `single` with `x-session-id` as the head's last header,
 /// the history before the new message, and `Content-Length` grown by the history's bytes.
+/// Returns the bytes the history added to the body.
 pub(super) fn build_turn(
     parts: TurnParts<'_>,
     session: u64,
     session_id: Option<crate::record::RequestId>,
     out: &mut Vec<u8>,
-) {
+) -> usize {
     let TurnParts {
         single,
         entry,
@@ -249,13 +251,13 @@ pub(super) fn build_turn(
     let Some(messages) = entry.messages else {
         // Not a chat body (`validate` refuses sessions then): sent as it is.
         out.extend_from_slice(single);
-        return;
+        return 0;
     };
     // The request line and `Host:` went in before the entry, `x-request-id` before its
     // blank line: what follows that moved by both.
     let shift = single.len() - entry.byte_len();
     let blank = entry.head_end as usize + shift;
-    let body_len = entry.byte_len() - entry.head_end as usize - 2 + history.len();
+    let body_len = super::conn::body_len(entry) + history.len();
     let cl = entry.content_length;
     let (cl_at, cl_end) = (
         head_len + cl.at as usize,
@@ -276,6 +278,7 @@ pub(super) fn build_turn(
     out.extend_from_slice(&single[blank..at]);
     out.extend_from_slice(history);
     out.extend_from_slice(&single[at..]);
+    history.len()
 }
 
 /// After a turn's reply: its user message(s) and the reply join the history.
@@ -376,7 +379,13 @@ mod tests {
                 head_len: catalog.head_len(0),
                 history: &history,
             };
-            build_turn(parts, 9, sid, &mut out);
+            let added = build_turn(parts, 9, sid, &mut out);
+            let blank = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+            assert_eq!(
+                Payload::of(&entry, added).body_bytes as usize,
+                out.len() - blank - 4,
+                "the record's body bytes are the body written"
+            );
             let (heads, body) = split(&out);
             let header = |name: &str| heads.iter().find(|(k, _)| k == name).map(|h| h.1.clone());
             assert_eq!(header("x-session-id").as_deref(), Some("r1-9"));

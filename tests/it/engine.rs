@@ -312,6 +312,8 @@ fn metrics_has_every_vllm_family_with_its_type() {
         ("vllm:kv_cache_usage_perc", PrometheusType::Gauge),
         ("vllm:prefix_cache_queries_total", PrometheusType::Counter),
         ("vllm:prefix_cache_hits_total", PrometheusType::Counter),
+        ("vllm:mm_cache_queries_total", PrometheusType::Counter),
+        ("vllm:mm_cache_hits_total", PrometheusType::Counter),
         ("vllm:prompt_tokens_total", PrometheusType::Counter),
         ("vllm:generation_tokens_total", PrometheusType::Counter),
         ("vllm:num_preemptions_total", PrometheusType::Counter),

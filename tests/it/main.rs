@@ -31,6 +31,7 @@ mod hf_datasets;
 mod interrupt;
 mod k8s;
 mod layout;
+mod multimodal;
 mod osl;
 mod outputs;
 mod parser_apis;
