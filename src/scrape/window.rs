@@ -372,7 +372,7 @@ fn histogram_stats(h: &Hist, percentiles: &[f64]) -> HistogramStats {
         // A bucket wider than a quarter of the value: the figure is where interpolation
         // put it inside the bucket, not a measurement (vLLM's queue-time buckets begin at
         // 300 ms; a 20–40 ms TTFT bucket reads as 30): its bounds are kept beside it.
-        if let Some(a) = at.filter(|a| is_coarse(a)) {
+        if let Some(a) = at.filter(is_coarse) {
             out.coarse.push(key.clone());
             let range = BucketRange {
                 low_ms: a.lower * 1e3,
