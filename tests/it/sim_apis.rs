@@ -285,7 +285,7 @@ fn mid_stream_errors_come_in_each_apis_own_event() {
                     assert!(data["error"]["message"].is_string());
                 }
             }
-            seen.insert(kind);
+            seen.insert(format!("{name}: {kind}"));
             // The client counts it a failure of its own kind, in the API's shape.
             let mut wire = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
@@ -299,7 +299,7 @@ fn mid_stream_errors_come_in_each_apis_own_event() {
             assert!(t.events.iter().all(|e| !e.wrong_api && !e.finish), "{name}");
         }
     }
-    // Both of Responses' ways of failing came (a fair coin, 12 draws).
+    // Both of Responses' ways of failing came (a fair coin, 12 draws), and Messages' one.
     assert_eq!(seen.len(), 3, "{seen:?}");
 }
 
