@@ -1066,6 +1066,8 @@ mod tests {
                 "--base-url",
                 "http://h:1",
                 "--save-result",
+                "--result-filename",
+                "r.json",
             ];
             let p = plan(&line).unwrap();
             assert_eq!(p.vllm_result.unwrap().metrics, want, "{backend}");
