@@ -5,8 +5,8 @@
 //! `chat_stream_usage_64` fixture in one read: head + chunked + SSE + JSON per event.
 //! Reported per event (`Throughput::Elements`). The other APIs: a vLLM Responses
 //! `response.output_text.delta` event and a Messages `content_block_delta` through
-//! `Extractor::event`, and an 8 x 1,024-float embeddings body (~170 KB) through
-//! `PooledScanner` in 16 KiB slices (per body).
+//! `Extractor::event`, and an 8 x 1,024-float embeddings body through `PooledScanner` in
+//! 16 KiB slices (per body; bytes/s): as vLLM's floats (~170 KB) and as base64 (~44 KB).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -23,8 +23,23 @@ const RESPONSES_DELTA: &str = r#"{"content_index":0,"delta":"chinggrund","item_i
 const MESSAGES_DELTA: &str =
     r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"els"},"index":0}"#;
 
-/// An embeddings answer of `inputs` vectors of `dims` floats, as vLLM writes it.
-fn embeddings_body(inputs: usize, dims: usize) -> Vec<u8> {
+/// Element `d` of vector `i`: roughly normal with the spread of a normalized 1,024-wide
+/// vector's entries (σ ≈ 1/32), an f32 widened to a double, as vLLM's JSON holds them.
+fn element(i: usize, d: usize) -> f32 {
+    let mut x = ((i as u64) << 32) | d as u64;
+    let mut sum = 0.0;
+    for _ in 0..4 {
+        x = ringbench::plan::workload::splitmix64(x);
+        sum += (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+    }
+    (sum * 0.054) as f32
+}
+
+/// An embeddings answer of `inputs` vectors of `dims` floats, as vLLM writes it: each an f32
+/// widened to a double in its shortest round-trip text (Python's `repr`: 17-21 characters,
+/// an exponent for the few below 1e-4), or base64 of the little-endian f32 bytes.
+fn embeddings_body(inputs: usize, dims: usize, base64: bool) -> Vec<u8> {
+    use base64::Engine;
     let mut body =
         String::from(r#"{"id":"embd-1","object":"list","created":1,"model":"m","data":["#);
     for i in 0..inputs {
@@ -32,16 +47,21 @@ fn embeddings_body(inputs: usize, dims: usize) -> Vec<u8> {
             body.push(',');
         }
         body.push_str(&format!(
-            r#"{{"index":{i},"object":"embedding","embedding":["#
+            r#"{{"index":{i},"object":"embedding","embedding":"#
         ));
-        for d in 0..dims {
-            if d > 0 {
-                body.push(',');
-            }
-            // 17-20 characters a float, as a real answer's.
-            body.push_str(&format!("{:.17}", -0.5 + (d * 7919 % 1000) as f64 / 997.0));
+        if base64 {
+            let bytes: Vec<u8> = (0..dims)
+                .flat_map(|d| element(i, d).to_le_bytes())
+                .collect();
+            let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+            body.push_str(&format!("\"{text}\""));
+        } else {
+            let floats: Vec<String> = (0..dims)
+                .map(|d| format!("{:?}", f64::from(element(i, d))))
+                .collect();
+            body.push_str(&format!("[{}]", floats.join(",")));
         }
-        body.push_str("]}");
+        body.push('}');
     }
     body.push_str(r#"],"usage":{"prompt_tokens":50,"total_tokens":50}}"#);
     body.into_bytes()
@@ -112,20 +132,23 @@ fn bench_extract(c: &mut Criterion) {
     });
     g.finish();
 
-    let body = embeddings_body(8, 1024);
     let mut s = PooledScanner::new(Endpoint::Embeddings);
     let mut scan = |body: &[u8]| {
         s.reset();
         body.chunks(16 * 1024).for_each(|slice| s.push(slice));
         s.finish()
     };
-    let e = scan(&body).expect("a valid answer");
-    assert_eq!((e.items, e.vector_len), (8, 1024));
     let mut g = c.benchmark_group("pooled");
-    g.throughput(Throughput::Bytes(body.len() as u64));
-    g.bench_function("embeddings_8x1024_floats", |b| {
-        b.iter(|| scan(black_box(&body)))
-    });
+    for (name, base64) in [
+        ("embeddings_8x1024_floats", false),
+        ("embeddings_8x1024_base64", true),
+    ] {
+        let body = embeddings_body(8, 1024, base64);
+        let e = scan(&body).expect("a valid answer");
+        assert_eq!((e.items, e.vector_len), (8, 1024));
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_function(name, |b| b.iter(|| scan(black_box(&body))));
+    }
     g.finish();
 }
 

@@ -1,7 +1,8 @@
 //! Issue #18: once warm, a worker allocates nothing per request and nothing per event, over
 //! the whole lane exchange — the catalog copy, the write, the reads, the parsing, the record,
 //! its hand-off to the collector and its buffers coming back — not only the parsers (whose
-//! own test is `it`'s `parser_fixtures::steady_state`).
+//! own test is `it`'s `parser_fixtures::steady_state`); for chat streams and (issue 33) for
+//! 8-input embeddings answers, floats and base64.
 //!
 //! Its own test binary, for its own global allocator: a counter per thread, kept in a fixed
 //! table by thread id (the worker is the library's thread, so a thread-local the test could
@@ -12,7 +13,7 @@
 //! Both must be empty (see `Window::check`); the sizes of what was allocated are kept for
 //! the failure's message.
 
-use ringbench::plan::{Arrival, IoDriver, Load, Plan, Stop};
+use ringbench::plan::{Arrival, EncodingFormat, Endpoint, IoDriver, Load, Plan, Stop};
 use ringbench::{Observer, Record};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -215,6 +216,16 @@ impl Window {
 /// response at once, so one read holds many events) and returns what the worker did over
 /// the measured records.
 fn worker_allocations(load: Load, itl_ms: f64, driver: IoDriver) -> Window {
+    worker_allocations_of(load, itl_ms, driver, |_| {})
+}
+
+/// `worker_allocations`, with `tune` changing the plan (the endpoint, its batch) first.
+fn worker_allocations_of(
+    load: Load,
+    itl_ms: f64,
+    driver: IoDriver,
+    tune: impl FnOnce(&mut Plan),
+) -> Window {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cpus = ringbench::host::online_cpus();
     let mut p = Plan::defaults();
@@ -229,6 +240,7 @@ fn worker_allocations(load: Load, itl_ms: f64, driver: IoDriver) -> Window {
         request_count: Some(WARM + 2 * MEASURED + AFTER),
         duration_ns: None,
     };
+    tune(&mut p);
     let mut watch = Watch::default();
     let s = ringbench::run_with(&p, &std::sync::atomic::AtomicBool::new(false), &mut watch)
         .expect("the run completes");
@@ -316,5 +328,24 @@ fn an_open_loop_allocates_nothing_per_request_or_event_once_warm() {
         let w = worker_allocations(open(), itl_ms, IoDriver::Auto);
         assert!(w.events >= 18 * MEASURED, "{} events", w.events);
         w.check(&format!("itl {itl_ms} ms"));
+    }
+}
+
+#[test]
+fn an_embeddings_run_of_8_inputs_allocates_nothing_per_request_once_warm() {
+    // 8 inputs a request, 1,024 floats a vector: ~170 KB answers read in many slices by the
+    // pooling scanner, one event each.
+    for encoding in [EncodingFormat::Float, EncodingFormat::Base64] {
+        let w = worker_allocations_of(closed(), 0.0, IoDriver::Auto, |p| {
+            p.endpoint = Endpoint::Embeddings;
+            p.stream = false;
+            p.api.batch_size = 8;
+            p.api.encoding_format = encoding;
+        });
+        assert_eq!(w.events, MEASURED, "one event an answer");
+        if encoding == EncodingFormat::Float {
+            assert!(w.reads >= 4 * MEASURED, "many reads an answer: {}", w.reads);
+        }
+        w.check(&format!("embeddings x8 {encoding:?}"));
     }
 }

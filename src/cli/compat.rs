@@ -940,7 +940,13 @@ fn vllm_result(a: &RunArgs, o: &mut RunArgs) -> Result<Option<VllmResult>, Usage
         let stem = Path::new(&name).file_stem().unwrap_or_default();
         o.out = Some(dir.join(stem));
     }
-    let metrics = v.percentile_metrics.as_deref().unwrap_or("ttft,tpot,itl");
+    // vLLM's default: `e2el` for a pooling task (the one metric it has), else these.
+    let default = if endpoint.generates() {
+        "ttft,tpot,itl"
+    } else {
+        "e2el"
+    };
+    let metrics = v.percentile_metrics.as_deref().unwrap_or(default);
     Ok(Some(VllmResult {
         path,
         detailed: v.save_detailed,
@@ -1094,6 +1100,24 @@ mod tests {
         assert_eq!((p.endpoint, p.stream), (Endpoint::Embeddings, false));
         let p = plan(&["--backend", "vllm-rerank", "--base-url", "http://h:1"]).unwrap();
         assert_eq!(p.endpoint, Endpoint::Rerank);
+        // vLLM's default percentile metrics: e2el for a pooling task, ttft,tpot,itl else.
+        for (backend, want) in [
+            ("openai-embeddings", vec!["e2el"]),
+            ("vllm-rerank", vec!["e2el"]),
+            ("openai-chat", vec!["ttft", "tpot", "itl"]),
+        ] {
+            let line = [
+                "--backend",
+                backend,
+                "--base-url",
+                "http://h:1",
+                "--save-result",
+                "--result-filename",
+                "r.json",
+            ];
+            let p = plan(&line).unwrap();
+            assert_eq!(p.vllm_result.unwrap().metrics, want, "{backend}");
+        }
         let p = plan(&["--endpoint", "/v1/messages", "--base-url", "http://h:1"]).unwrap();
         assert_eq!(p.endpoint, Endpoint::Messages);
         let p = plan(&[

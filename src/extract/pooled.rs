@@ -2,8 +2,10 @@
 //! (`/v1/embeddings`, `/v1/rerank`, `/v1/score`, TEI's `/rerank`) as its decoded body slices
 //! arrive, cut anywhere, without gathering the body and without materialising a float. A
 //! pooling answer can be large (8 inputs x 1,024 floats is ~170 KB of JSON), and all a
-//! record needs of it is how many items it held, how long each vector was, its `usage` and
-//! whether it was an error or another API's answer.
+//! record needs of it is how many items it held, how long each vector was, its `usage`,
+//! whether it was an error or another API's answer, and the simulator's `ringbench_ns` stamp.
+//! A float vector's numbers are read in runs (`vector_run`: a number's grammar checked with
+//! eight digits a step), not byte by byte.
 //!
 //! The scanner is a byte-level JSON state machine: it tracks depth (at most `MAX_DEPTH`),
 //! strings and their escapes, numbers and literals, so invalid JSON is malformed at any cut,
@@ -51,6 +53,8 @@ enum Key {
     PromptTokens,
     /// Usage's `total_tokens`.
     TotalTokens,
+    /// The root's `ringbench_ns`: the simulator's write stamp.
+    Stamp,
 }
 
 /// Where a number is in its grammar (RFC 8259 §6).
@@ -142,6 +146,7 @@ pub struct PooledScanner {
     usage_seen: bool,
     prompt_tokens: Option<u32>,
     total_tokens: Option<u32>,
+    stamp_ns: Option<u64>,
     error: bool,
 }
 
@@ -169,6 +174,7 @@ impl PooledScanner {
             usage_seen: false,
             prompt_tokens: None,
             total_tokens: None,
+            stamp_ns: None,
             error: false,
         }
     }
@@ -183,25 +189,53 @@ impl PooledScanner {
     pub fn push(&mut self, data: &[u8]) {
         let mut i = 0;
         while i < data.len() {
-            match self.state {
+            let used = match self.state {
                 State::Failed => return,
-                State::Str { key } => i += self.string_run(&data[i..], key),
-                // A float's digits after its first are most of a vector's bytes: skipped in
-                // a run (a fraction's or exponent's digits change no state).
-                State::Number(Num::Frac | Num::Exp) => {
-                    let run = data[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-                    if run == 0 {
-                        self.byte(data[i]);
-                        i += 1;
-                    }
-                    i += run;
+                State::Str { key } => self.string_run(&data[i..], key),
+                // Most of a float answer's bytes: whole numbers and their commas in a run.
+                State::Value | State::ValueOrClose | State::CommaOrClose
+                    if self.top() == Role::Vector =>
+                {
+                    self.vector_run(&data[i..])
                 }
-                _ => {
-                    self.byte(data[i]);
-                    i += 1;
-                }
+                // A number cut by the slice's end: its fraction's or exponent's digits change
+                // no state.
+                State::Number(Num::Frac | Num::Exp) => digits(&data[i..]),
+                _ => 0,
+            };
+            if used == 0 {
+                self.byte(data[i]);
+                i += 1;
             }
+            i += used;
         }
+    }
+
+    /// Whole numbers of the vector being read and the commas between them, while each
+    /// number's end is in `data`: returns the bytes used (0: the byte-wise path goes on, for
+    /// white space, the close, a number cut by the slice's end, or anything invalid, which
+    /// it fails on exactly as it would have here).
+    fn vector_run(&mut self, data: &[u8]) -> usize {
+        let mut at = 0;
+        if self.state == State::CommaOrClose {
+            if data.first() != Some(&b',') {
+                return 0;
+            }
+            at = 1;
+            self.state = State::Value;
+        }
+        while let Some(len) = number_len(&data[at..]) {
+            self.vector_len = self.vector_len.saturating_add(1);
+            at += len;
+            self.state = State::CommaOrClose;
+            // A number's end is in `data`: `at` is in bounds.
+            if data[at] != b',' {
+                break;
+            }
+            at += 1;
+            self.state = State::Value;
+        }
+        at
     }
 
     /// The body ended: what it said, or why it is malformed.
@@ -228,6 +262,7 @@ impl PooledScanner {
             usage,
             error: self.error,
             wrong_api: !self.found_items && !self.error,
+            server_mono_ns: self.stamp_ns,
             ..EventInfo::default()
         })
     }
@@ -236,7 +271,19 @@ impl PooledScanner {
     fn string_run(&mut self, data: &[u8], key: bool) -> usize {
         let end = memchr::memchr2(b'"', b'\\', data).unwrap_or(data.len());
         let run = &data[..end];
-        if run.iter().any(|&c| c < 0x20) {
+        // Branch-free folds over the run (they vectorize): a control character is invalid
+        // in a string; a base64 vector's padding is no character of its floats.
+        let control = match (key, self.b64_chars.as_mut()) {
+            (false, Some(n)) => {
+                let (control, pad) = run.iter().fold((false, 0), |(c, p), &b| {
+                    (c | (b < 0x20), p + u64::from(b == b'='))
+                });
+                *n += run.len() as u64 - pad;
+                control
+            }
+            _ => run.iter().fold(false, |c, &b| c | (b < 0x20)),
+        };
+        if control {
             self.state = State::Failed;
             return data.len();
         }
@@ -246,9 +293,6 @@ impl PooledScanner {
                 dst.copy_from_slice(run);
             }
             self.key_len = end;
-        } else if let Some(n) = self.b64_chars.as_mut() {
-            let pad = run.iter().filter(|&&c| c == b'=').count();
-            *n += (run.len() - pad) as u64;
         }
         match data.get(end) {
             None => data.len(),
@@ -291,6 +335,7 @@ impl PooledScanner {
             (Role::Root, b"results") if self.endpoint == Endpoint::Rerank => Key::Items,
             (Role::Root, b"usage") => Key::Usage,
             (Role::Root, b"error") => Key::Error,
+            (Role::Root, b"ringbench_ns") => Key::Stamp,
             (Role::Item, b"embedding") => Key::Embedding,
             (Role::Usage, b"prompt_tokens") => Key::PromptTokens,
             (Role::Usage, b"total_tokens") => Key::TotalTokens,
@@ -412,6 +457,8 @@ impl PooledScanner {
         match self.num_key {
             Key::PromptTokens => self.prompt_tokens = n,
             Key::TotalTokens => self.total_tokens = n,
+            // Saturated: too large to be a stamp.
+            Key::Stamp => self.stamp_ns = (self.num != u64::MAX).then_some(self.num),
             _ => {}
         }
         self.num_key = Key::Other;
@@ -459,9 +506,9 @@ impl PooledScanner {
             }
             b'-' | b'0'..=b'9' => {
                 self.num = 0;
-                // A count is a usage member's non-negative integer.
+                // A count is a usage member's (or the stamp's) non-negative integer.
                 self.num_key = match (parent, b) {
-                    (Role::Usage, b'0'..=b'9') => key,
+                    (Role::Usage | Role::Root, b'0'..=b'9') => key,
                     _ => Key::Other,
                 };
                 self.state = State::Number(Num::Minus);
@@ -537,6 +584,52 @@ impl PooledScanner {
     }
 }
 
+/// Leading ASCII digits of `s`, eight at a time.
+fn digits(s: &[u8]) -> usize {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    const OVER_NINE: u64 = u64::from_le_bytes([0x76; 8]);
+    let mut n = 0;
+    while let Some(word) = s.get(n..n + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default()) ^ ZEROS;
+        // A byte's high bit: it was not a digit (x > 9 once '0' is taken away). A carry
+        // comes only out of such a byte, so the lowest one set is the first non-digit.
+        let other = (x.wrapping_add(OVER_NINE) | x) & HIGH;
+        if other != 0 {
+            return n + other.trailing_zeros() as usize / 8;
+        }
+        n += 8;
+    }
+    n + s[n..].iter().take_while(|b| b.is_ascii_digit()).count()
+}
+
+/// The length of the JSON number (RFC 8259 §6) that `s` starts with, if it is one and the
+/// byte after it is in `s` (a number cut by the slice's end may go on in the next).
+fn number_len(s: &[u8]) -> Option<usize> {
+    let mut at = usize::from(s.first() == Some(&b'-'));
+    match s.get(at)? {
+        b'0' => at += 1,
+        b'1'..=b'9' => at += 1 + digits(&s[at + 1..]),
+        _ => return None,
+    }
+    if s.get(at) == Some(&b'.') {
+        let n = digits(&s[at + 1..]);
+        if n == 0 {
+            return None;
+        }
+        at += 1 + n;
+    }
+    if matches!(s.get(at), Some(b'e' | b'E')) {
+        at += 1 + usize::from(matches!(s.get(at + 1), Some(b'+' | b'-')));
+        let n = digits(s.get(at..)?);
+        if n == 0 {
+            return None;
+        }
+        at += n;
+    }
+    (at < s.len()).then_some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,6 +668,66 @@ mod tests {
         );
         assert_eq!(e.usage.unwrap().prompt_tokens, Some(7));
         assert!(!e.carries_token());
+        assert_eq!(e.server_mono_ns, None);
+    }
+
+    #[test]
+    fn the_roots_stamp_is_the_server_time() {
+        let body = r#"{"data":[{"embedding":[1,2.5e-7,-0.125]}],"ringbench_ns":123456789012}"#;
+        let e = scan(Endpoint::Embeddings, body).unwrap();
+        assert_eq!((e.vector_len, e.server_mono_ns), (3, Some(123_456_789_012)));
+        for other in [
+            r#"{"data":[],"ringbench_ns":1.5}"#,
+            r#"{"data":[],"ringbench_ns":-1}"#,
+            r#"{"data":[],"ringbench_ns":"7"}"#,
+            r#"{"data":[{"ringbench_ns":7}]}"#,
+            r#"{"data":[],"ringbench_ns":99999999999999999999999}"#,
+        ] {
+            assert_eq!(
+                scan(Endpoint::Embeddings, other).unwrap().server_mono_ns,
+                None,
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn number_runs_agree_with_the_grammar() {
+        // Each alone in a vector, cut everywhere (`scan`): valid ones count, others fail.
+        for good in [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "0.5",
+            "-0.000001",
+            "1e5",
+            "1E+05",
+            "-2.5e-10",
+            "12345678901234567890.12345678901234567890",
+        ] {
+            let body = format!(r#"{{"data":[{{"embedding":[{good},{good}]}}]}}"#);
+            assert_eq!(
+                scan(Endpoint::Embeddings, &body).unwrap().vector_len,
+                2,
+                "{good}"
+            );
+        }
+        for bad in [
+            "01", "-", "+1", "1.", ".5", "1e", "1e+", "0x1", "1.5.5", "1-", "--1", "1ee5", "NaN",
+            "1,",
+        ] {
+            let body = format!(r#"{{"data":[{{"embedding":[{bad},0]}}]}}"#);
+            assert_eq!(
+                scan(Endpoint::Embeddings, &body),
+                Err(ExtractError::BadJson),
+                "{bad}"
+            );
+        }
+        assert_eq!(digits(b"0123456789012345x"), 16);
+        assert_eq!(digits(b"99999999/"), 8);
+        assert_eq!(digits(b"12:"), 2);
+        assert_eq!(digits(b"\xff1"), 0);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! A 2xx non-streamed answer of a pooling endpoint (embeddings, rerank, score) is not
 //! gathered: `PooledScanner` reads its slices as they arrive, and its bytes are only counted
 //! against `Limits::max_body_bytes`. Every other 2xx JSON body is gathered whole (bounded
-//! the same way) and read at its end.
+//! the same way) and read at its end. A pooling answer whose shape has no room for the
+//! simulator's `ringbench_ns` stamp (TEI's bare array) takes it from the head's
+//! `x-ringbench-ns` header.
 //!
 //! Non-2xx responses: the sink gets `head(status, ..)` and **no events**; the body is read
 //! to its end by its framing so the connection can be reused, and handed to the sink only as
@@ -22,6 +24,7 @@
 
 use crate::extract::{EventInfo, ExtractError, Extractor, PooledScanner};
 use crate::http::chunked::{ChunkError, ChunkedDecoder};
+use crate::plan::sim::STAMP_HEADER;
 use crate::record::request_id::HEADER as REQUEST_ID_HEADER;
 use crate::record::Outcome;
 use crate::sse::{SseOversized, SseSplitter};
@@ -186,6 +189,8 @@ struct Head {
     request_id: Option<(u32, u32)>,
     /// Where the last `content-type` value is in the parsed bytes: (offset, length).
     content_type: Option<(u32, u32)>,
+    /// `STAMP_HEADER`'s value, when it is a decimal.
+    stamp_ns: Option<u64>,
 }
 
 /// Parser for the responses of one connection; `reset` before each request.
@@ -208,6 +213,8 @@ pub struct ResponseParser {
     pooled: PooledScanner,
     /// Bytes of the pooling answer so far (≤ `max_body_bytes`).
     pooled_bytes: usize,
+    /// The head's `STAMP_HEADER`: the server's write stamp of a body with no room for it.
+    head_stamp_ns: Option<u64>,
 }
 
 impl ResponseParser {
@@ -234,6 +241,7 @@ impl ResponseParser {
             extractor: Extractor::for_endpoint(endpoint),
             pooled: PooledScanner::new(endpoint),
             pooled_bytes: 0,
+            head_stamp_ns: None,
         }
     }
 
@@ -249,6 +257,7 @@ impl ResponseParser {
         self.json.clear();
         self.pooled.reset();
         self.pooled_bytes = 0;
+        self.head_stamp_ns = None;
     }
 
     /// Hand each event's generated text to the sink (for a client-side token count).
@@ -416,6 +425,7 @@ impl ResponseParser {
             _ => BodyKind::Discard,
         };
         self.status = head.status;
+        self.head_stamp_ns = head.stamp_ns;
         self.head_seen = true;
         self.phase = Phase::Body;
         sink.head(head.status, head.sse);
@@ -535,7 +545,8 @@ impl ResponseParser {
                 sink.error_payload(&self.json);
             }
         } else if self.kind == BodyKind::Pooled {
-            let ev = self.pooled.finish().map_err(ResponseError::BadBody)?;
+            let mut ev = self.pooled.finish().map_err(ResponseError::BadBody)?;
+            ev.server_mono_ns = ev.server_mono_ns.or(self.head_stamp_ns);
             sink.event(&ev);
         }
         self.phase = Phase::Done;
@@ -615,6 +626,8 @@ fn read_header(head: &mut Head, name: &str, value: &[u8]) -> Result<(), Response
             head.close |= t.eq_ignore_ascii_case(b"close");
             head.keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
         }
+    } else if is(STAMP_HEADER) {
+        head.stamp_ns = parse_decimal(value.trim_ascii());
     } else if is("content-type") {
         let v = value.trim_ascii_start();
         head.sse = v
@@ -964,6 +977,39 @@ mod tests {
         let mut wire = SSE_CHUNKED.to_vec();
         wire.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
         assert_eq!(run(&[&wire]).1, Ok(Progress::Done { keep_alive: false }));
+    }
+
+    #[test]
+    fn a_bare_pooling_answer_takes_its_stamp_from_the_head() {
+        let tei = b"HTTP/1.1 200 OK\r\nX-Ringbench-Ns: 123456789\r\nContent-Length: 23\r\n\r\n\
+            [{\"index\":0,\"score\":1}]";
+        let scores = b"HTTP/1.1 200 OK\r\nx-ringbench-ns: 5\r\nContent-Length: 47\r\n\r\n\
+            {\"data\":[{\"score\":1}],\"ringbench_ns\":123456789}";
+        for (endpoint, wire) in [
+            (crate::plan::Endpoint::TeiRerank, &tei[..]),
+            // The body's own stamp wins.
+            (crate::plan::Endpoint::Score, &scores[..]),
+        ] {
+            let mut p = ResponseParser::for_endpoint(Limits::default(), endpoint);
+            for cut in 0..wire.len() {
+                p.reset();
+                let mut seen = Seen::default();
+                assert_eq!(p.feed(&wire[..cut], &mut seen), Ok(Progress::NeedMore));
+                let end = p.feed(&wire[cut..], &mut seen);
+                assert_eq!(end, Ok(Progress::Done { keep_alive: true }), "cut {cut}");
+                let ev = seen.events[0];
+                assert_eq!((ev.items, ev.server_mono_ns), (1, Some(123_456_789)));
+            }
+        }
+        // None where the server sent none; a stamp does not outlive its response.
+        let mut p =
+            ResponseParser::for_endpoint(Limits::default(), crate::plan::Endpoint::TeiRerank);
+        let mut seen = Seen::default();
+        p.feed(tei, &mut seen).unwrap();
+        p.reset();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]", &mut seen)
+            .unwrap();
+        assert_eq!(seen.events[1].server_mono_ns, None);
     }
 
     #[test]

@@ -541,7 +541,8 @@ pub struct VllmResult {
     /// Keep the per-request lists (`--save-detailed`).
     pub detailed: bool,
     /// The metrics whose mean/median/std/percentiles are written, of `ttft`, `tpot`, `itl`,
-    /// `e2el` (`--percentile-metrics`; vLLM's default `ttft,tpot,itl`).
+    /// `e2el` (`--percentile-metrics`; vLLM's default `ttft,tpot,itl`, `e2el` for a pooling
+    /// endpoint).
     pub metrics: Vec<String>,
     /// `--metadata KEY=VALUE ...`: written as top-level keys.
     pub metadata: Vec<(String, String)>,

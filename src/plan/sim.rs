@@ -21,7 +21,9 @@ pub enum FaultKind {
     Http503,
     /// With `Retry-After`.
     Http429,
-    /// HTTP 200, two events, then `data: {"error": ...}` (half the time followed by `[DONE]`).
+    /// HTTP 200, two events, then `data: {"error": ...}` (half the time followed by `[DONE]`);
+    /// in a Responses stream an `error` or (half the time) `response.failed` event, in a
+    /// Messages stream Anthropic's `event: error`, each ending the stream.
     ErrorEvent,
     /// No byte for the stall time before the head; then the normal answer.
     StallHead,
@@ -238,6 +240,11 @@ pub const MAX_IMAGE_TOKENS: u32 = 1 << 16;
 
 /// Longest embedding vector the simulator makes.
 pub const MAX_EMBEDDING_DIM: u32 = 1 << 16;
+
+/// The response header that carries the simulator's write stamp (`ringbench_ns`, its
+/// monotonic clock's nanoseconds) on an answer whose shape has no room for it in the body:
+/// TEI's bare-array `/rerank`. Header names are case-insensitive.
+pub const STAMP_HEADER: &str = "x-ringbench-ns";
 
 /// Most arrivals a listener thread may keep (256 MiB of stamps).
 pub const MAX_ARRIVALS_KEPT: u32 = 1 << 24;

@@ -640,7 +640,14 @@ impl Conn {
             }
             Pool::Score => pool::score_body(&mut self.ev, &r, batch, tokens, now),
         }
-        self.reply_ev(Status::Ok, close).await?;
+        // TEI's bare array has no room for the stamp: it goes in a header of its own.
+        let echoed = self.echo.len();
+        if tei {
+            format::stamp_line(&mut self.echo, now);
+        }
+        let sent = self.reply_ev(Status::Ok, close).await;
+        self.echo.truncate(echoed);
+        sent?;
         let now = mono_ns();
         run.wrote(0, now);
         run.finished(now);

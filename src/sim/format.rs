@@ -9,7 +9,7 @@ mod apis;
 mod llama_cpp;
 pub(crate) mod pool;
 
-pub(crate) use apis::{close_event, messages_error_body, open_event};
+pub(crate) use apis::{close_event, error_event, messages_error_body, open_event, text_event_ends};
 
 use crate::plan::sim::Flavor;
 
@@ -107,6 +107,15 @@ pub(crate) fn request_id_line(out: &mut Vec<u8>, value: Option<&[u8]>, seq: u64)
         Some(v) => out.extend_from_slice(v),
         None => put_hex16(out, seq),
     }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The `x-ringbench-ns: N` header line (`plan::sim::STAMP_HEADER`): the write stamp of an
+/// answer whose body has no room for it.
+pub(crate) fn stamp_line(out: &mut Vec<u8>, stamp_ns: u64) {
+    out.extend_from_slice(crate::plan::sim::STAMP_HEADER.as_bytes());
+    out.extend_from_slice(b": ");
+    put_u64(out, stamp_ns);
     out.extend_from_slice(b"\r\n");
 }
 
@@ -208,7 +217,7 @@ pub(crate) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
 /// The final usage event: empty `choices`, then `usage` (vLLM's key order); `false` when the
 /// flavour sent the usage on another event (llama.cpp completions).
 pub(crate) fn usage_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) -> bool {
-    if r.flavor == Flavor::LlamaCpp && r.tool.is_none() {
+    if r.flavor == Flavor::LlamaCpp {
         return llama_cpp::usage_event(ev, r, stamp_ns);
     }
     ev.clear();

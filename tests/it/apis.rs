@@ -119,6 +119,10 @@ fn every_pooling_endpoint_counts_its_inputs_and_bytes() {
         // inputs (embeddings), per request.
         let per = if e == Endpoint::Embeddings { 3 } else { 4 };
         assert_eq!(s.tokens.input_total, REQUESTS * per * 12, "{e:?}");
+        // Every answer carries the simulator's write stamp (TEI's bare array in a header),
+        // so the overhead self-report covers every pooling endpoint.
+        let stamped = s.overhead.delivery_delay_ms.as_ref().map(|d| d.count);
+        assert_eq!(stamped, Some(REQUESTS), "{e:?}: stamped answers");
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::support::common::{cpu_pair, f, lock, out_dir, read_jsonl, run_summary, u};
 use ringbench::plan::sim::{FaultConfig, FaultSpec};
-use ringbench::plan::{Load, Plan, Slo, SloMetric, Stop};
+use ringbench::plan::{Endpoint, Load, Plan, Slo, SloMetric, Stop};
 use serde_json::Value;
 
 const REQUESTS: u64 = 120;
@@ -203,6 +203,24 @@ fn error_event() {
     assert!(failed
         .iter()
         .all(|f| f["content_type"] == "text/event-stream; charset=utf-8"));
+}
+
+#[test]
+fn faults_in_responses_and_messages_streams_are_counted_as_in_chat() {
+    // Each API's own error event, and its own shape of a spoiled event.
+    for endpoint in [Endpoint::Responses, Endpoint::Messages] {
+        for (fault, kind) in [
+            ("error_event", "error_event"),
+            ("bad_json", "malformed"),
+            ("truncated_chunk", "reset_mid_stream"),
+        ] {
+            let _g = lock();
+            let mut p = fault_plan(fault, 0.2);
+            p.endpoint = endpoint;
+            let s = run_summary(&p);
+            check_accounting(&s, Some(kind));
+        }
+    }
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::parser_fixtures::{parse, Rng, Trace};
+use crate::parser_fixtures::{clean, parse, readings, wire_files, Rng, Trace};
 use ringbench::extract::{EventInfo, Usage};
 use ringbench::http::{Limits, Progress, ResponseParser};
 use ringbench::plan::Endpoint;
@@ -35,35 +35,23 @@ fn endpoint_of(request: &[u8]) -> Endpoint {
 /// Every capture, sorted by name.
 pub(crate) fn captures() -> Vec<Capture> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/apis");
-    let mut out = Vec::new();
-    for server in std::fs::read_dir(&dir).expect("read tests/data/apis") {
-        let server = server.expect("dir entry").path();
-        if !server.is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(&server).expect("read server dir") {
-            let path = file.expect("dir entry").path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            let Some(stem) = name.strip_suffix(".wire.bin") else {
-                continue;
-            };
-            let request = std::fs::read(server.join(format!("{stem}.request.bin")))
-                .expect("each capture has its request");
-            let server = server
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            out.push(Capture {
-                name: format!("{server}/{stem}"),
+    let out: Vec<Capture> = wire_files(&dir)
+        .into_iter()
+        .map(|(name, path)| {
+            let request_path = path.with_file_name(
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .replace(".wire.bin", ".request.bin"),
+            );
+            let request = std::fs::read(request_path).expect("each capture has its request");
+            Capture {
+                name,
                 endpoint: endpoint_of(&request),
                 wire: std::fs::read(&path).expect("read capture"),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+        })
+        .collect();
     assert!(
         out.len() >= 18,
         "expected at least 18 captures in {}, found {}",
@@ -97,31 +85,10 @@ fn every_capture_parses_the_same_at_every_cut_and_in_random_reads() {
             "{}: {one:?}",
             c.name
         );
-        for cut in 0..=c.wire.len() {
-            let (a, b) = c.wire.split_at(cut);
-            assert_eq!(
-                parse(&mut p, &mut [a, b].into_iter()),
-                one,
-                "{}: cut {cut}",
-                c.name
-            );
+        for (how, reads) in readings(&c.wire, &mut rng, true, 50) {
+            let got = parse(&mut p, &mut reads.into_iter());
+            assert_eq!(got, one, "{}: {how}", c.name);
         }
-        for round in 0..50 {
-            let sizes = rng.cut_sizes(c.wire.len());
-            let mut at = 0;
-            let mut reads = sizes.iter().map(|&n| {
-                at += n;
-                &c.wire[at - n..at]
-            });
-            let got = parse(&mut p, &mut reads);
-            assert_eq!(got, one, "{}: round {round}, reads {sizes:?}", c.name);
-        }
-        assert_eq!(
-            parse(&mut p, &mut c.wire.chunks(1)),
-            one,
-            "{}: bytes",
-            c.name
-        );
         // Nothing in a capture answers in another API's shape, and no error event came.
         assert!(
             one.events.iter().all(|e| !e.wrong_api && !e.error),
@@ -192,12 +159,7 @@ fn streams_of_the_other_apis_count_tokens_and_end_without_done() {
             usage(24, Some(16), Some(23)),
         ),
     ] {
-        let t = capture(name);
-        assert_eq!(
-            (t.heads.clone(), t.end),
-            (vec![(200, true)], DONE_KEEP),
-            "{name}"
-        );
+        let t = clean(capture(name), name, 200, true);
         assert_eq!(
             (t.events.len(), t.tokens(), t.content_bytes()),
             (events, tokens, content),
@@ -297,12 +259,7 @@ fn non_streamed_answers_are_one_event() {
             usage(24, Some(16), Some(0)),
         ),
     ] {
-        let t = capture(name);
-        assert_eq!(
-            (t.heads.clone(), t.end),
-            (vec![(200, false)], DONE_KEEP),
-            "{name}"
-        );
+        let t = clean(capture(name), name, 200, false);
         assert_eq!(t.events.len(), 1, "{name}");
         let e = t.events[0];
         assert_eq!(
@@ -324,12 +281,7 @@ fn pooling_answers_count_items_and_vector_length() {
         ("llama-cpp-server/rerank_v1", 2, 0, 97),
         ("vllm-cpu/score_v1", 2, 0, 49),
     ] {
-        let t = capture(name);
-        assert_eq!(
-            (t.heads.clone(), t.end),
-            (vec![(200, false)], DONE_KEEP),
-            "{name}"
-        );
+        let t = clean(capture(name), name, 200, false);
         assert_eq!(t.events.len(), 1, "{name}");
         let e = t.events[0];
         assert_eq!((e.items, e.vector_len), (items, len), "{name}");

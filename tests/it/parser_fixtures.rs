@@ -6,25 +6,9 @@
 //! fixture files; the folder must exist (a missing folder fails, it never passes silently).
 
 use crate::support::common;
+pub(crate) use crate::support::wire::{parse, readings, wire_files, Rng, Trace};
 use ringbench::extract::{EventInfo, Usage};
 use ringbench::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
-
-/// Everything a response produced, in order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Trace {
-    pub(crate) heads: Vec<(u16, bool)>,
-    pub(crate) events: Vec<EventInfo>,
-    pub(crate) end: Option<Result<Progress, ResponseError>>,
-}
-
-impl ResponseSink for Trace {
-    fn head(&mut self, status: u16, streaming: bool) {
-        self.heads.push((status, streaming));
-    }
-    fn event(&mut self, ev: &EventInfo) {
-        self.events.push(*ev);
-    }
-}
 
 impl Trace {
     pub(crate) fn tokens(&self) -> usize {
@@ -44,75 +28,13 @@ impl Trace {
     }
 }
 
-/// Feed `reads` in order to one parser (reused: reset first), then eof if not yet done.
-pub(crate) fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trace {
-    p.reset();
-    let mut t = Trace::default();
-    for read in reads {
-        let r = p.feed(read, &mut t);
-        if !matches!(r, Ok(Progress::NeedMore)) {
-            t.end = Some(r);
-            return t;
-        }
-    }
-    let r = p.eof(&mut t);
-    t.end = Some(r);
-    t
-}
-
-/// A small seeded generator (splitmix64) so a failing cut can be replayed exactly.
-pub(crate) struct Rng(pub(crate) u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Read sizes biased to small (1..=16) with some large ones, as sockets deliver.
-    pub(crate) fn cut_sizes(&mut self, total: usize) -> Vec<usize> {
-        let mut sizes = Vec::new();
-        let mut left = total;
-        while left > 0 {
-            let n = match self.next() % 4 {
-                0 => 1 + (self.next() % 512) as usize,
-                _ => 1 + (self.next() % 16) as usize,
-            };
-            let n = n.min(left);
-            sizes.push(n);
-            left -= n;
-        }
-        sizes
-    }
-}
-
 /// Every `<server>/<name>.wire.bin`, as ("server/name", bytes), sorted.
 fn wire_fixtures() -> Vec<(String, Vec<u8>)> {
     let dir = common::fixtures_dir();
-    let mut out = Vec::new();
-    for server in std::fs::read_dir(&dir).expect("read fixture dir") {
-        let server = server.expect("dir entry").path();
-        if !server.is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(&server).expect("read server dir") {
-            let path = file.expect("dir entry").path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if let Some(stem) = name.strip_suffix(".wire.bin") {
-                let server = server
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or_default();
-                let bytes = std::fs::read(&path).expect("read fixture");
-                out.push((format!("{server}/{stem}"), bytes));
-            }
-        }
-    }
-    out.sort();
+    let out: Vec<(String, Vec<u8>)> = wire_files(&dir)
+        .into_iter()
+        .map(|(name, path)| (name, std::fs::read(path).expect("read fixture")))
+        .collect();
     assert!(
         out.len() >= 17,
         "expected at least 17 wire fixtures in {}, found {}",
@@ -140,10 +62,12 @@ fn every_fixture_parses_the_same_at_every_single_cut() {
             matches!(whole.end, Some(Ok(Progress::Done { .. }))),
             "{name}: {whole:?}"
         );
-        for cut in 0..=wire.len() {
-            let (a, b) = wire.split_at(cut);
-            let got = parse(&mut p, &mut [a, b].into_iter());
-            assert_eq!(got, whole, "{name}: cut at byte {cut}");
+        for (how, reads) in readings(&wire, &mut Rng(0), true, 0) {
+            assert_eq!(
+                parse(&mut p, &mut reads.into_iter()),
+                whole,
+                "{name}: {how}"
+            );
         }
     }
 }
@@ -154,18 +78,13 @@ fn every_fixture_parses_the_same_in_random_small_reads() {
     let mut rng = Rng(0x5eed_cafe);
     for (name, wire) in wire_fixtures() {
         let whole = parse(&mut p, &mut std::iter::once(&wire[..]));
-        for round in 0..200 {
-            let sizes = rng.cut_sizes(wire.len());
-            let mut at = 0;
-            let mut reads = sizes.iter().map(|&n| {
-                at += n;
-                &wire[at - n..at]
-            });
-            let got = parse(&mut p, &mut reads);
-            assert_eq!(got, whole, "{name}: round {round}, read sizes {sizes:?}");
+        for (how, reads) in readings(&wire, &mut rng, false, 200) {
+            assert_eq!(
+                parse(&mut p, &mut reads.into_iter()),
+                whole,
+                "{name}: {how}"
+            );
         }
-        let bytes = parse(&mut p, &mut wire.chunks(1));
-        assert_eq!(bytes, whole, "{name}: byte-at-a-time");
     }
 }
 
@@ -180,10 +99,25 @@ fn usage(prompt: u32, completion: u32, cached: Option<u32>) -> Usage {
 const DONE_KEEP: Option<Result<Progress, ResponseError>> =
     Some(Ok(Progress::Done { keep_alive: true }));
 
+/// `t` (of capture `name`), checked to be one head of `status`, streamed or not, and a clean
+/// end that keeps the connection.
+pub(crate) fn clean(t: Trace, name: &str, status: u16, streamed: bool) -> Trace {
+    assert_eq!(
+        (t.heads.clone(), t.end),
+        (vec![(status, streamed)], DONE_KEEP),
+        "{name}"
+    );
+    t
+}
+
 #[test]
 fn vllm_chat_stream_usage() {
-    let t = fixture("vllm-cpu/chat_stream_usage");
-    assert_eq!((t.heads.clone(), t.end), (vec![(200, true)], DONE_KEEP));
+    let t = clean(
+        fixture("vllm-cpu/chat_stream_usage"),
+        "vllm-cpu/chat_stream_usage",
+        200,
+        true,
+    );
     assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (11, 8, 37));
     // Role-only first chunk ("content":""): an event, not a token.
     assert!(!t.events[0].carries_token() && !t.events[0].finish);
@@ -251,8 +185,12 @@ fn llama_cpp_close_after_last_chunk_is_a_complete_response() {
 
 #[test]
 fn guidellm_mock_streams() {
-    let t = fixture("guidellm-mock/chat_stream_usage");
-    assert_eq!((t.heads.clone(), t.end), (vec![(200, true)], DONE_KEEP));
+    let t = clean(
+        fixture("guidellm-mock/chat_stream_usage"),
+        "guidellm-mock/chat_stream_usage",
+        200,
+        true,
+    );
     assert_eq!((t.events.len(), t.tokens(), t.content_bytes()), (11, 8, 25));
     assert_eq!(t.usage(), vec![usage(9, 8, None)]);
     let c = fixture("guidellm-mock/completions_stream_usage");
@@ -271,12 +209,7 @@ fn nostream_bodies_are_exactly_one_event_with_content_and_usage() {
         ("llama-cpp-server/chat_nostream", 41, usage(19, 8, Some(18))),
         ("guidellm-mock/chat_nostream", 25, usage(9, 8, None)),
     ] {
-        let t = fixture(name);
-        assert_eq!(
-            (t.heads.clone(), t.end),
-            (vec![(200, false)], DONE_KEEP),
-            "{name}"
-        );
+        let t = clean(fixture(name), name, 200, false);
         assert_eq!(t.events.len(), 1, "{name}");
         let ev = t.events[0];
         assert_eq!(
@@ -288,11 +221,8 @@ fn nostream_bodies_are_exactly_one_event_with_content_and_usage() {
 
 #[test]
 fn bad_model_is_404_without_events_or_a_stream_for_lenient_servers() {
-    let vllm = fixture("vllm-cpu/err_bad_model_stream");
-    assert_eq!(
-        (vllm.heads.clone(), vllm.end),
-        (vec![(404, false)], DONE_KEEP)
-    );
+    let name = "vllm-cpu/err_bad_model_stream";
+    let vllm = clean(fixture(name), name, 404, false);
     assert!(vllm.events.is_empty());
     // llama.cpp and the GuideLLM mock ignore the model name and stream anyway.
     assert_eq!(fixture("llama-cpp-server/err_bad_model_stream").tokens(), 4);

@@ -14,8 +14,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::common::lock;
+use crate::support::wire::parse;
+use ringbench::http::{Limits, ResponseParser};
 use ringbench::plan::sim::Flavor;
-use ringbench::plan::SimSettings;
+use ringbench::plan::{Endpoint, SimSettings};
 use ringbench::sim::{self, SimConfig, SimHandle};
 use serde_json::Value;
 
@@ -237,6 +239,68 @@ fn responses_and_messages_streams_have_the_captures_shape() {
             }
         }
     }
+}
+
+#[test]
+fn mid_stream_errors_come_in_each_apis_own_event() {
+    let _g = lock();
+    let sim = start(Flavor::Vllm, |s| {
+        s.faults.faults = vec!["error_event:1".parse().unwrap()];
+    });
+    let mut seen = BTreeSet::new();
+    for round in 0..12 {
+        for (name, endpoint) in [
+            ("responses_stream", Endpoint::Responses),
+            ("messages_stream", Endpoint::Messages),
+        ] {
+            let (path, body) = fixture_request("vllm-cpu", name);
+            let got = send(&sim, &path, &body, "");
+            assert_eq!(got.status, 200, "{name}");
+            let evs = events(&got.body);
+            // Opening events, two deltas, the error; nothing after it.
+            let (kind, data) = evs.last().unwrap();
+            let (kind, data) = (kind.clone().unwrap(), data.clone().unwrap());
+            assert_eq!(data["type"], kind.as_str(), "{name}: {kind}");
+            let deltas = evs.iter().filter(|(n, _)| {
+                matches!(
+                    n.as_deref(),
+                    Some("response.output_text.delta" | "content_block_delta")
+                )
+            });
+            assert_eq!(deltas.count(), 2, "{name} round {round}");
+            match endpoint {
+                Endpoint::Responses if kind == "response.failed" => {
+                    let r = &data["response"];
+                    assert_eq!(r["status"], "failed");
+                    assert!(r["error"]["message"].is_string() && r["error"]["code"].is_string());
+                }
+                Endpoint::Responses => {
+                    assert_eq!(kind, "error");
+                    assert!(data["message"].is_string() && data["code"].is_string());
+                    assert!(data["sequence_number"].is_u64() && data["param"].is_null());
+                }
+                _ => {
+                    assert_eq!(kind, "error");
+                    assert_eq!(data["error"]["type"], "api_error");
+                    assert!(data["error"]["message"].is_string());
+                }
+            }
+            seen.insert(format!("{name}: {kind}"));
+            // The client counts it a failure of its own kind, in the API's shape.
+            let mut wire = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                got.body.len()
+            )
+            .into_bytes();
+            wire.extend_from_slice(&got.body);
+            let mut p = ResponseParser::for_endpoint(Limits::default(), endpoint);
+            let t = parse(&mut p, &mut std::iter::once(&wire[..]));
+            assert_eq!(t.events.iter().filter(|e| e.error).count(), 1, "{name}");
+            assert!(t.events.iter().all(|e| !e.wrong_api && !e.finish), "{name}");
+        }
+    }
+    // Both of Responses' ways of failing came (a fair coin, 12 draws), and Messages' one.
+    assert_eq!(seen.len(), 3, "{seen:?}");
 }
 
 #[test]

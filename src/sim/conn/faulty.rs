@@ -133,49 +133,55 @@ impl Conn {
         }
     }
 
-    /// Appends the faulty part of a broken stream; says how the connection then ends.
+    /// Appends the faulty part of a broken stream, in the reply's API's shape; says how the
+    /// connection then ends.
     fn stream_fault(&mut self, kind: FaultKind, reply: &Reply<'_>) -> StreamEnd {
         let ev = &mut self.ev;
         ev.clear();
+        let (open, close) = format::text_event_ends(reply.api);
+        let mut coin = false;
         let end = match kind {
             FaultKind::ResetMidStream => return StreamEnd::Reset,
             FaultKind::StallMid => return StreamEnd::Stall,
             FaultKind::TruncatedChunk => {
                 // Declares 1024 bytes, carries 15, then the connection closes.
-                self.wbuf.extend_from_slice(b"400\r\ndata: {\"choices");
+                self.wbuf.extend_from_slice(b"400\r\n");
+                self.wbuf.extend_from_slice(&open[..15]);
                 return StreamEnd::Close;
             }
             FaultKind::ErrorEvent => {
-                ev.extend_from_slice(
-                    b"data: {\"error\":{\"message\":\"simulated failure mid-stream\",\
+                coin = self.shared.faults.coin();
+                if !format::error_event(ev, reply, coin, mono_ns()) {
+                    ev.extend_from_slice(
+                        b"data: {\"error\":{\"message\":\"simulated failure mid-stream\",\
 \"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n",
-                );
+                    );
+                }
                 StreamEnd::Clean
             }
-            FaultKind::BadJson => {
-                ev.extend_from_slice(
-                    b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" x\"}\n\n",
-                );
-                StreamEnd::Clean
-            }
-            FaultKind::BadUtf8 => {
-                ev.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\xfe\xfd\"},\"finish_reason\":null}]}\n\n");
-                StreamEnd::Clean
-            }
-            FaultKind::OversizedEvent => {
-                ev.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-                ev.resize(ev.len() + OVERSIZED_EVENT_BYTES, b'a');
-                ev.extend_from_slice(b"\"},\"finish_reason\":null}]}\n\n");
+            FaultKind::BadJson | FaultKind::BadUtf8 | FaultKind::OversizedEvent => {
+                ev.extend_from_slice(open);
+                match kind {
+                    // The text's string ends, then a comma and nothing.
+                    FaultKind::BadJson => ev.extend_from_slice(b" x\",\n\n"),
+                    FaultKind::BadUtf8 => ev.extend_from_slice(b"\xff\xfe\xfd"),
+                    _ => ev.resize(ev.len() + OVERSIZED_EVENT_BYTES, b'a'),
+                }
+                if kind != FaultKind::BadJson {
+                    ev.extend_from_slice(close);
+                }
                 StreamEnd::Clean
             }
             _ => StreamEnd::Clean,
         };
         self.push_event();
-        if kind == FaultKind::ErrorEvent && self.shared.faults.coin() {
-            // Half the error events end the stream without `[DONE]`, as some servers do.
-            self.wbuf.extend_from_slice(b"0\r\n\r\n");
-        } else {
-            self.push_tail(reply, mono_ns());
+        match kind {
+            // Responses and Messages end at their error (no closing events); half of chat's
+            // error events end the stream without `[DONE]`, as some servers do.
+            FaultKind::ErrorEvent if !reply.api.done_marker() || coin => {
+                format::stream_end(&mut self.wbuf)
+            }
+            _ => self.push_tail(reply, mono_ns()),
         }
         end
     }

@@ -103,6 +103,9 @@ fn chat_prefix(ev: &mut Vec<u8>, r: &Reply) {
 }
 
 fn chat_tool_head(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    if r.flavor == Flavor::LlamaCpp {
+        return super::llama_cpp::tool_head(ev, r, stamp_ns);
+    }
     chat_prefix(ev, r);
     ev.extend_from_slice(b"[{\"index\":0,\"delta\":{\"content\":null,\"tool_calls\":[{\"id\":");
     id(ev, b"chatcmpl-tool-", r);
@@ -115,6 +118,9 @@ fn chat_tool_head(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
 }
 
 fn chat_tool_args(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, stamp_ns: u64) {
+    if r.flavor == Flavor::LlamaCpp {
+        return super::llama_cpp::tool_args(ev, r, first, end, stamp_ns);
+    }
     chat_prefix(ev, r);
     ev.extend_from_slice(
         b"[{\"index\":0,\"delta\":{\"content\":null,\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"",
@@ -127,6 +133,9 @@ fn chat_tool_args(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, stamp_ns: u
 
 /// The event that ends a chat tool call: `"delta":{}`, `finish_reason: "tool_calls"`.
 pub(super) fn chat_tool_finish(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    if r.flavor == Flavor::LlamaCpp {
+        return super::llama_cpp::tool_finish(ev, r, stamp_ns);
+    }
     chat_prefix(ev, r);
     ev.extend_from_slice(
         b"[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"tool_calls\",\"stop_reason\":null,\"token_ids\":null}]",
@@ -518,11 +527,8 @@ fn messages_open(ev: &mut Vec<u8>, r: &Reply, k: u32, stamp_ns: u64) -> bool {
             ev.extend_from_slice(b"\"content_block\":");
             match r.tool {
                 Some(name) => {
-                    ev.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
-                    id(ev, b"toolu_", r);
-                    ev.extend_from_slice(b",\"name\":\"");
-                    put_json_str(ev, name);
-                    ev.extend_from_slice(b"\",\"input\":{}}");
+                    tool_use_head(ev, r, name);
+                    ev.extend_from_slice(b"{}}");
                 }
                 None => ev.extend_from_slice(b"{\"type\":\"text\",\"text\":\"\"}"),
             }
@@ -534,6 +540,15 @@ fn messages_open(ev: &mut Vec<u8>, r: &Reply, k: u32, stamp_ns: u64) -> bool {
     }
     tail(ev, stamp_ns);
     true
+}
+
+/// A `tool_use` content block up to its input: `{"type":"tool_use","id":..,"name":..,"input":`.
+fn tool_use_head(out: &mut Vec<u8>, r: &Reply, name: &str) {
+    out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+    id(out, b"toolu_", r);
+    out.extend_from_slice(b",\"name\":\"");
+    put_json_str(out, name);
+    out.extend_from_slice(b"\",\"input\":");
 }
 
 /// The input side of Anthropic usage: vLLM's `input_tokens`; llama.cpp's uncached
@@ -627,11 +642,7 @@ pub(super) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
             body.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"content\":[");
             match r.tool {
                 Some(name) => {
-                    body.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
-                    id(body, b"toolu_", r);
-                    body.extend_from_slice(b",\"name\":\"");
-                    put_json_str(body, name);
-                    body.extend_from_slice(b"\",\"input\":");
+                    tool_use_head(body, r, name);
                     put_args(body, r, 0, r.completion_tokens, false);
                     body.extend_from_slice(b"}");
                 }
@@ -660,9 +671,83 @@ pub(super) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
 /// Anthropic's error body: `{"type":"error","error":{"type":..,"message":..}}`.
 pub(crate) fn messages_error_body(body: &mut Vec<u8>, error_type: &str, message: &str) {
     body.clear();
-    body.extend_from_slice(b"{\"type\":\"error\",\"error\":{\"type\":\"");
-    body.extend_from_slice(error_type.as_bytes());
-    body.extend_from_slice(b"\",\"message\":\"");
-    put_json_str(body, message);
-    body.extend_from_slice(b"\"}}");
+    put_messages_error(body, error_type, message);
+    body.push(b'}');
+}
+
+/// Anthropic's error object without its closing brace.
+fn put_messages_error(out: &mut Vec<u8>, error_type: &str, message: &str) {
+    out.extend_from_slice(b"{\"type\":\"error\",\"error\":{\"type\":\"");
+    out.extend_from_slice(error_type.as_bytes());
+    out.extend_from_slice(b"\",\"message\":\"");
+    put_json_str(out, message);
+    out.extend_from_slice(b"\"}");
+}
+
+/// What a mid-stream failure says (`--fault error_event`).
+const MID_STREAM_FAILURE: &str = "simulated failure mid-stream";
+
+/// A failure mid-stream in the reply's API's own event (`--fault error_event`): for
+/// Responses an `error` event (`code`, `message`, `param`, `sequence_number`) or, when
+/// `failed`, `response.failed` carrying the response with `status: "failed"` and its
+/// `error`; for Messages Anthropic's `event: error` (`{"type":"error","error":{..}}`).
+/// `false` for chat and completions, whose error event is `data: {"error":..}`.
+pub(crate) fn error_event(ev: &mut Vec<u8>, r: &Reply, failed: bool, stamp_ns: u64) -> bool {
+    match r.api {
+        Api::Responses if failed => {
+            head(ev, "response.failed");
+            ev.extend_from_slice(b"{\"type\":\"response.failed\",\"response\":{\"id\":");
+            id(ev, b"resp_", r);
+            ev.extend_from_slice(b",\"object\":\"response\",\"created_at\":");
+            put_u64(ev, r.created_s);
+            ev.extend_from_slice(
+                b",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"",
+            );
+            put_json_str(ev, MID_STREAM_FAILURE);
+            ev.extend_from_slice(b"\"},\"model\":\"");
+            put_json_str(ev, r.model);
+            ev.extend_from_slice(b"\",\"output\":[],\"usage\":null}");
+            error_sequence(ev, r);
+        }
+        Api::Responses => {
+            head(ev, "error");
+            ev.extend_from_slice(b"{\"type\":\"error\",\"code\":\"server_error\",\"message\":\"");
+            put_json_str(ev, MID_STREAM_FAILURE);
+            ev.extend_from_slice(b"\",\"param\":null");
+            error_sequence(ev, r);
+        }
+        Api::Messages => {
+            head(ev, "error");
+            put_messages_error(ev, "api_error", MID_STREAM_FAILURE);
+        }
+        _ => return false,
+    }
+    tail(ev, stamp_ns);
+    true
+}
+
+/// `,"sequence_number":N` of an event after the opening events and two deltas.
+fn error_sequence(ev: &mut Vec<u8>, r: &Reply) {
+    ev.extend_from_slice(b",\"sequence_number\":");
+    put_u64(ev, (responses_opens(r) + 2).into());
+}
+
+/// A content event's bytes up to its text, and after it, in the API's shape: what the
+/// faults that spoil one event (`bad_json`, `bad_utf8`, `oversized_event`,
+/// `truncated_chunk`) write it in.
+pub(crate) fn text_event_ends(api: Api) -> (&'static [u8], &'static [u8]) {
+    match api {
+        Api::Responses => (
+            b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"",
+            b"\"}\n\n",
+        ),
+        Api::Messages => (
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"",
+            b"\"}}\n\n",
+        ),
+        _ => (
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+            b"\"},\"finish_reason\":null}]}\n\n",
+        ),
+    }
 }

@@ -5,8 +5,10 @@
 //! of its own (`"delta":{}` for chat; `"text":""` carrying the usage for completions), chat
 //! usage in a last event with empty `choices` (key order `completion_tokens, prompt_tokens,
 //! total_tokens`, always with `prompt_tokens_details.cached_tokens`). Every event still ends
-//! with the `ringbench_ns` stamp. Like `format.rs`, it appends to caller-owned buffers and
-//! reads no clock.
+//! with the `ringbench_ns` stamp. A chat tool call is llama.cpp's `tool_calls` delta (no
+//! `content` beside it, `index` first, a 32-character id) and ends `finish_reason:
+//! "tool_calls"` in an event of its own, then the same usage event. Like `format.rs`, it
+//! appends to caller-owned buffers and reads no clock.
 
 use super::{put_hex16, put_json_str, put_text, put_u64, put_words, Api, Reply};
 
@@ -65,6 +67,39 @@ pub(super) fn finish_event(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
             suffix(ev, r, r.include_usage.then_some(r), stamp_ns);
         }
     }
+}
+
+/// A chat tool call's first event, as llama.cpp's `common_chat_msg_diff_to_json_oaicompat`
+/// writes it: no `content` beside `tool_calls`, whose delta is `index` first, then an `id`
+/// (llama.cpp's are 32 random letters and digits), `type`, the name and empty arguments.
+pub(super) fn tool_head(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    ev.clear();
+    ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":null,\"index\":0,");
+    ev.extend_from_slice(b"\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"");
+    put_hex16(ev, r.seq);
+    put_hex16(ev, r.seq.rotate_left(32) ^ r.created_s);
+    ev.extend_from_slice(b"\",\"type\":\"function\",\"function\":{\"name\":\"");
+    put_json_str(ev, r.tool.unwrap_or_default());
+    ev.extend_from_slice(b"\",\"arguments\":\"\"}}]}}]");
+    suffix(ev, r, None, stamp_ns);
+}
+
+/// Tool-call argument tokens `first..end`: `{"index":0,"function":{"arguments":".."}}`.
+pub(super) fn tool_args(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, stamp_ns: u64) {
+    ev.clear();
+    ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":null,\"index\":0,");
+    ev.extend_from_slice(b"\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"");
+    super::apis::put_args(ev, r, first, end, true);
+    ev.extend_from_slice(b"\"}}]}}]");
+    suffix(ev, r, None, stamp_ns);
+}
+
+/// The event that ends a tool call: `finish_reason: "tool_calls"`, `"delta":{}`.
+pub(super) fn tool_finish(ev: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
+    ev.clear();
+    ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":\"tool_calls\",");
+    ev.extend_from_slice(b"\"index\":0,\"delta\":{}}]");
+    suffix(ev, r, None, stamp_ns);
 }
 
 /// Chat's usage event (empty `choices`); `false` for completions, whose usage rode on the
@@ -195,6 +230,56 @@ mod tests {
             text.contains("],\"created\":1795960213,\"id\":\"chatcmpl-"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn tool_calls_have_llama_cpps_delta_shape() {
+        let r = Reply {
+            tool: Some("get_weather"),
+            completion_tokens: 3,
+            ..reply(Api::Chat)
+        };
+        let mut ev = vec![];
+        let json = |ev: &Vec<u8>| -> serde_json::Value {
+            let text = std::str::from_utf8(ev).unwrap();
+            serde_json::from_str(text.strip_prefix("data: ").unwrap().trim_end()).unwrap()
+        };
+        // Through the format's dispatch, as the connection writes a tool call.
+        assert!(open_event(&mut ev, &r, 0, 1));
+        assert!(json(&ev)["choices"][0]["delta"]["content"].is_null());
+        assert!(open_event(&mut ev, &r, 1, 1));
+        let text = String::from_utf8(ev.clone()).unwrap();
+        assert!(
+            text.contains("\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\""),
+            "{text}"
+        );
+        let head = json(&ev);
+        let call = &head["choices"][0]["delta"]["tool_calls"][0];
+        assert_eq!(call["id"].as_str().unwrap().len(), 32);
+        assert_eq!(call["type"], "function");
+        assert_eq!(call["function"]["name"], "get_weather");
+        assert_eq!(call["function"]["arguments"], "");
+        assert!(head["choices"][0]["delta"].get("content").is_none());
+        assert!(!open_event(&mut ev, &r, 2, 1));
+        let mut args = String::new();
+        for i in 0..3 {
+            content_event(&mut ev, &r, i, 1, 2);
+            let v = json(&ev);
+            let call = &v["choices"][0]["delta"]["tool_calls"][0];
+            assert!(call.get("id").is_none() && call["function"].get("name").is_none());
+            assert!(v["choices"][0]["finish_reason"].is_null());
+            args.push_str(call["function"]["arguments"].as_str().unwrap());
+        }
+        let args: serde_json::Value = serde_json::from_str(&args).unwrap();
+        assert!(args.is_object(), "{args}");
+        assert!(finish_event(&mut ev, &r, 3));
+        let end = json(&ev);
+        assert_eq!(end["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(end["choices"][0]["delta"], serde_json::json!({}));
+        assert!(usage_event(&mut ev, &r, 4));
+        let usage = json(&ev);
+        assert_eq!(usage["system_fingerprint"], "b0-unknown");
+        assert_eq!(usage["usage"]["completion_tokens"], 3);
     }
 
     #[test]

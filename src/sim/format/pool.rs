@@ -117,29 +117,19 @@ pub(crate) fn embeddings_body(
     out.clear();
     let llama = r.flavor == Flavor::LlamaCpp;
     if llama {
-        out.extend_from_slice(b"{\"model\":\"");
-        put_json_str(out, r.model);
-        out.extend_from_slice(b"\",\"object\":\"list\",");
+        llama_list_head(out, r);
         short_usage(out, tokens);
         out.extend_from_slice(b",\"data\":[");
     } else {
-        out.extend_from_slice(b"{\"id\":\"embd-");
-        put_hex16(out, r.seq);
-        out.extend_from_slice(b"\",\"object\":\"list\",\"created\":");
-        put_u64(out, r.created_s);
-        out.extend_from_slice(b",\"model\":\"");
-        put_json_str(out, r.model);
-        out.extend_from_slice(b"\",\"data\":[");
+        vllm_list_head(out, r, b"embd-");
     }
     for (i, item) in b.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
         if !llama {
-            out.extend_from_slice(b"{\"index\":");
-            put_u64(out, i as u64);
-            out.extend_from_slice(b",\"object\":\"embedding\",\"embedding\":");
+            item_head(out, i, b"embedding");
         } else {
+            if i > 0 {
+                out.push(b',');
+            }
             out.extend_from_slice(b"{\"embedding\":");
         }
         match base64 {
@@ -221,7 +211,8 @@ fn base64_vector(out: &mut Vec<u8>, hash: u64, dim: u32) {
 
 /// `POST /v1/rerank` (Jina/Cohere shape): results by falling score, at most `top_n`; or, for
 /// a TEI request (`texts`), TEI's bare array `[{"index":i,"score":s}, ...]` (which has no
-/// room for a stamp). `order` is scratch the caller reuses.
+/// room for a stamp: the caller sends it in `format::stamp_line`'s header). `order` is
+/// scratch the caller reuses.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rerank_body(
     out: &mut Vec<u8>,
@@ -249,11 +240,7 @@ pub(crate) fn rerank_body(
     if tei {
         out.push(b'[');
         for (k, &(i, s)) in order.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"index\":");
-            put_u64(out, i as u64);
+            next_item(out, k, i);
             out.extend_from_slice(b",\"score\":");
             put_f64(out, s);
             out.push(b'}');
@@ -263,9 +250,7 @@ pub(crate) fn rerank_body(
     }
     let llama = r.flavor == Flavor::LlamaCpp;
     if llama {
-        out.extend_from_slice(b"{\"model\":\"");
-        put_json_str(out, r.model);
-        out.extend_from_slice(b"\",\"object\":\"list\",");
+        llama_list_head(out, r);
     } else {
         out.extend_from_slice(b"{\"id\":\"score-");
         put_hex16(out, r.seq);
@@ -276,11 +261,7 @@ pub(crate) fn rerank_body(
     short_usage(out, tokens);
     out.extend_from_slice(b",\"results\":[");
     for (k, &(i, s)) in order.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"index\":");
-        put_u64(out, i as u64);
+        next_item(out, k, i);
         if !llama {
             out.extend_from_slice(b",\"document\":{\"text\":\"");
             put_json_str(out, &b.texts[b.items[i].text.clone()]);
@@ -303,20 +284,9 @@ pub(crate) fn score_body(
     stamp_ns: u64,
 ) {
     out.clear();
-    out.extend_from_slice(b"{\"id\":\"score-");
-    put_hex16(out, r.seq);
-    out.extend_from_slice(b"\",\"object\":\"list\",\"created\":");
-    put_u64(out, r.created_s);
-    out.extend_from_slice(b",\"model\":\"");
-    put_json_str(out, r.model);
-    out.extend_from_slice(b"\",\"data\":[");
+    vllm_list_head(out, r, b"score-");
     for (i, d) in b.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"index\":");
-        put_u64(out, i as u64);
-        out.extend_from_slice(b",\"object\":\"score\",\"score\":");
+        item_head(out, i, b"score");
         put_f64(out, score(first_of(b, i).hash, d.hash));
         out.push(b'}');
     }
@@ -324,6 +294,46 @@ pub(crate) fn score_body(
     long_usage(out, tokens);
     out.push(b',');
     stamp(out, stamp_ns);
+}
+
+/// vLLM's list answer up to its items: `{"id":"PREFIX..","object":"list","created":..,
+/// "model":..,"data":[`.
+fn vllm_list_head(out: &mut Vec<u8>, r: &PoolReply, id_prefix: &[u8]) {
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id_prefix);
+    put_hex16(out, r.seq);
+    out.extend_from_slice(b"\",\"object\":\"list\",\"created\":");
+    put_u64(out, r.created_s);
+    out.extend_from_slice(b",\"model\":\"");
+    put_json_str(out, r.model);
+    out.extend_from_slice(b"\",\"data\":[");
+}
+
+/// llama.cpp's list answer's first keys: `{"model":..,"object":"list",`.
+fn llama_list_head(out: &mut Vec<u8>, r: &PoolReply) {
+    out.extend_from_slice(b"{\"model\":\"");
+    put_json_str(out, r.model);
+    out.extend_from_slice(b"\",\"object\":\"list\",");
+}
+
+/// The `k`th item of an array (a comma before all but the first), up to its index `i`:
+/// `{"index":i`.
+fn next_item(out: &mut Vec<u8>, k: usize, i: usize) {
+    if k > 0 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"{\"index\":");
+    put_u64(out, i as u64);
+}
+
+/// vLLM's item `i` (in place `i`) up to its value: `{"index":i,"object":"KIND","KIND":`.
+fn item_head(out: &mut Vec<u8>, i: usize, kind: &[u8]) {
+    next_item(out, i, i);
+    out.extend_from_slice(b",\"object\":\"");
+    out.extend_from_slice(kind);
+    out.extend_from_slice(b"\",\"");
+    out.extend_from_slice(kind);
+    out.extend_from_slice(b"\":");
 }
 
 /// A score's shortest round-trip decimal (a handful per answer; `write!` into the buffer
