@@ -215,6 +215,16 @@ impl Window {
 /// response at once, so one read holds many events) and returns what the worker did over
 /// the measured records.
 fn worker_allocations(load: Load, itl_ms: f64, driver: IoDriver) -> Window {
+    worker_allocations_of(load, itl_ms, driver, |_| {})
+}
+
+/// `worker_allocations` of a plan `tweak` changes.
+fn worker_allocations_of(
+    load: Load,
+    itl_ms: f64,
+    driver: IoDriver,
+    tweak: impl Fn(&mut Plan),
+) -> Window {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cpus = ringbench::host::online_cpus();
     let mut p = Plan::defaults();
@@ -229,6 +239,7 @@ fn worker_allocations(load: Load, itl_ms: f64, driver: IoDriver) -> Window {
         request_count: Some(WARM + 2 * MEASURED + AFTER),
         duration_ns: None,
     };
+    tweak(&mut p);
     let mut watch = Watch::default();
     let s = ringbench::run_with(&p, &std::sync::atomic::AtomicBool::new(false), &mut watch)
         .expect("the run completes");
@@ -317,4 +328,27 @@ fn an_open_loop_allocates_nothing_per_request_or_event_once_warm() {
         assert!(w.events >= 18 * MEASURED, "{} events", w.events);
         w.check(&format!("itl {itl_ms} ms"));
     }
+}
+
+/// Salted media: every request's images and clip get their salt written into the lane's own
+/// copy (a tail rewritten and base64-encoded in place), with no allocation.
+#[test]
+fn salted_images_and_audio_allocate_nothing_per_request() {
+    use ringbench::plan::workload::{ImageFormat, ImageSize, LengthDist, SizeWeight};
+    let w = worker_allocations_of(closed(), 0.0, IoDriver::Auto, |p| {
+        let m = &mut p.workload.media;
+        m.image_count = Some(LengthDist::Fixed { tokens: 2 });
+        let size = |width, height| SizeWeight {
+            width,
+            height,
+            weight: 1.0,
+        };
+        m.image_size = ImageSize::Sizes {
+            sizes: vec![size(64, 48), size(40, 40)],
+        };
+        m.image_format = ImageFormat::Random;
+        m.audio_ms = Some(LengthDist::Fixed { tokens: 300 });
+    });
+    assert!(w.events >= 18 * MEASURED, "{} events", w.events);
+    w.check("salted images and audio");
 }

@@ -29,6 +29,7 @@ mod hf_datasets;
 mod interrupt;
 mod k8s;
 mod layout;
+mod media;
 mod osl;
 mod outputs;
 mod parser_apis;
