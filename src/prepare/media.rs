@@ -9,7 +9,8 @@
 //! PNG: the pixels stored in uncompressed deflate blocks, the salted bytes at the end of the
 //! last scanline in an IDAT chunk of their own, the Adler-32 of everything before them
 //! computed once. JPEG: a restart marker after every MCU, the last `JPEG_SALT_SLOTS` MCUs
-//! flat gray, each one of 16 levels (4 bits of salt), pre-encoded with the image's own
+//! (all but the first, in a smaller image; one of a single MCU is not salted) flat gray,
+//! each one of 16 levels (4 bits of salt), pre-encoded with the image's own
 //! tables and padded with 0xFF fill bytes to one length. WAV (16-bit PCM): the last four
 //! samples. Nothing here runs on the hot path but `MediaTail::write`; nothing prints.
 
@@ -422,7 +423,9 @@ fn jpeg_file(
     }
     let aux = jpeg_encode((JPEG_LEVELS * side) as u32, side as u32, &flat)?;
     let aux_spans = intervals(&aux);
-    let slots = JPEG_SALT_SLOTS.min(spans.len());
+    // At least one MCU keeps its random pixels, or two images of one size would be alike:
+    // an image of one MCU (16 x 16 or smaller) is not salted.
+    let slots = JPEG_SALT_SLOTS.min(spans.len().saturating_sub(1));
     if aux_spans.len() != JPEG_LEVELS || slots == 0 {
         return Ok((main, None));
     }
