@@ -349,3 +349,26 @@ fn an_embeddings_run_of_8_inputs_allocates_nothing_per_request_once_warm() {
         w.check(&format!("embeddings x8 {encoding:?}"));
     }
 }
+
+/// Salted media: every request's images and clip get their salt written into the lane's own
+/// copy (a tail rewritten and base64-encoded in place), with no allocation.
+#[test]
+fn salted_images_and_audio_allocate_nothing_per_request() {
+    use ringbench::plan::workload::{ImageFormat, ImageSize, LengthDist, SizeWeight};
+    let w = worker_allocations_of(closed(), 0.0, IoDriver::Auto, |p| {
+        let m = &mut p.workload.media;
+        m.image_count = Some(LengthDist::Fixed { tokens: 2 });
+        let size = |width, height| SizeWeight {
+            width,
+            height,
+            weight: 1.0,
+        };
+        m.image_size = ImageSize::Sizes {
+            sizes: vec![size(64, 48), size(40, 40)],
+        };
+        m.image_format = ImageFormat::Random;
+        m.audio_ms = Some(LengthDist::Fixed { tokens: 300 });
+    });
+    assert!(w.events >= 18 * MEASURED, "{} events", w.events);
+    w.check("salted images and audio");
+}

@@ -112,6 +112,18 @@ pub struct VllmFlags {
     /// vLLM: prefix_repetition's max_tokens [128].
     #[arg(hide_short_help = true, long, value_name = "N")]
     pub prefix_repetition_output_len: Option<u32>,
+    /// vLLM: random-mm's images per request, around which the count is drawn [1].
+    #[arg(hide_short_help = true, long, value_name = "N")]
+    pub random_mm_base_items_per_request: Option<u32>,
+    /// vLLM: random-mm's count spread r: uniform in [floor(n(1-r)), ceil(n(1+r))] [0].
+    #[arg(hide_short_help = true, long, value_name = "R")]
+    pub random_mm_num_mm_items_range_ratio: Option<f64>,
+    /// vLLM: random-mm's caps per modality, JSON like '{"image": 3, "video": 0}'.
+    #[arg(hide_short_help = true, long, value_name = "JSON")]
+    pub random_mm_limit_mm_per_prompt: Option<String>,
+    /// vLLM: random-mm's sizes, like '{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}' (H, W, frames).
+    #[arg(hide_short_help = true, long, value_name = "DICT")]
+    pub random_mm_bucket_config: Option<String>,
     /// vLLM: warm-up requests (ringbench's --warmup-requests).
     #[arg(
         hide_short_help = true,
@@ -294,6 +306,53 @@ pub struct AiperfFlags {
     /// AIPerf: a query's length: refused (one length for the query and its documents).
     #[arg(hide_short_help = true, long, value_name = "N")]
     pub rankings_query_prompt_token_mean: Option<u32>,
+    /// AIPerf: mean image width, px (with --image-height-mean).
+    #[arg(hide_short_help = true, long, value_name = "PX", conflicts_with_all = ["image_size", "image_width"])]
+    pub image_width_mean: Option<f64>,
+    /// AIPerf: image widths' standard deviation, px [0].
+    #[arg(hide_short_help = true, long, value_name = "SD")]
+    pub image_width_stddev: Option<f64>,
+    /// AIPerf: mean image height, px (with --image-width-mean).
+    #[arg(hide_short_help = true, long, value_name = "PX", conflicts_with_all = ["image_size", "image_height"])]
+    pub image_height_mean: Option<f64>,
+    /// AIPerf: image heights' standard deviation, px [0].
+    #[arg(hide_short_help = true, long, value_name = "SD")]
+    pub image_height_stddev: Option<f64>,
+    /// AIPerf: images per request (ringbench's --image-count) [1].
+    #[arg(
+        hide_short_help = true,
+        long,
+        alias = "batch-size-image",
+        value_name = "N",
+        conflicts_with = "image_count"
+    )]
+    pub image_batch_size: Option<u32>,
+    /// AIPerf: mean audio length, seconds (ringbench's --audio-seconds).
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "S",
+        conflicts_with = "audio_seconds"
+    )]
+    pub audio_length_mean: Option<f64>,
+    /// AIPerf: audio lengths' standard deviation, seconds [0].
+    #[arg(hide_short_help = true, long, value_name = "SD")]
+    pub audio_length_stddev: Option<f64>,
+    /// AIPerf: wav (mp3 is refused).
+    #[arg(hide_short_help = true, long, value_name = "FORMAT")]
+    pub audio_format: Option<String>,
+    /// AIPerf: audio clips per request (ringbench's --audio-count) [1].
+    #[arg(
+        hide_short_help = true,
+        long,
+        alias = "batch-size-audio",
+        value_name = "N",
+        conflicts_with = "audio_count"
+    )]
+    pub audio_batch_size: Option<u32>,
+    /// AIPerf: sample rates a clip's is drawn from, kHz, like 16,44.1 [16].
+    #[arg(hide_short_help = true, long, value_name = "LIST")]
+    pub audio_sample_rates: Option<String>,
     /// AIPerf: the run's folder (ringbench's --out).
     #[arg(
         hide_short_help = true,
@@ -361,11 +420,15 @@ pub const TABLE: &[Row] = rows! {
     V "--request-rate" Mapped "ours; `inf` (vLLM's default) sends all at once: a closed loop of `--max-concurrency` users, or one per prompt" ["--request-rate", "inf", "--num-prompts", "10"];
     V "--max-concurrency" Mapped "ours (cap on an open loop); with `inf`, the closed loop's users" ["--request-rate", "inf", "--max-concurrency", "4"];
     V "--burstiness" Mapped "gamma arrivals of that shape (1 = Poisson), no `--arrival` needed; ignored with `inf` as vLLM does" ["--request-rate", "5", "--burstiness", "0.5"];
-    V "--dataset-name" Mapped "`random` (default), `sharegpt`, `custom` (JSONL `prompt`), `prefix_repetition`, `hf` (`--dataset-format hf`: a Hugging Face dataset's Parquet files, read offline, images included); others refused" ["--dataset-name", "random"];
+    V "--dataset-name" Mapped "`random` (default), `random-mm` (random prompts with synthetic JPEG images: `--image-count`, `--image-size`), `sharegpt`, `custom` (JSONL `prompt`), `prefix_repetition`, `hf` (`--dataset-format hf`: a Hugging Face dataset's Parquet files, read offline, images included); others refused" ["--dataset-name", "random"];
     V "--dataset-path" Mapped "`--dataset` (sharegpt: `--dataset-format sharegpt`; custom: `jsonl`; hf: `ORG/NAME` in the local Hugging Face cache, never downloaded, or a Parquet file or folder)" ["--dataset-name", "sharegpt", "--dataset-path", "d.json"];
     V "--random-input-len" Mapped "`--input-tokens` (vLLM's 1024 by default), plus `--random-prefix-len`" ["--random-input-len", "100"];
     V "--random-output-len" Mapped "`--output-tokens` (vLLM's 128 by default)" ["--random-output-len", "16"];
     V "--random-range-ratio" Same "uniform lengths in [N·(1−R), N·(1+R)] around both lengths" ["--random-range-ratio", "0.5"];
+    V "--random-mm-base-items-per-request" Mapped "random-mm: `--image-count range:LO:HI`, LO = floor(n·(1−r)), HI = min(image limit, ceil(n·(1+r))) (vLLM's draw; default 1)" ["--backend", "openai-chat", "--dataset-name", "random-mm", "--random-mm-base-items-per-request", "2"];
+    V "--random-mm-num-mm-items-range-ratio" Mapped "random-mm: r above, in [0, 1]; 1 allows 0 images (default 0)" ["--backend", "openai-chat", "--dataset-name", "random-mm", "--random-mm-num-mm-items-range-ratio", "0.5"];
+    V "--random-mm-limit-mm-per-prompt" Mapped "random-mm: its `image` count caps the draw (default 255); `video` is not sent" ["--backend", "openai-chat", "--dataset-name", "random-mm", "--random-mm-limit-mm-per-prompt", "{\"image\": 3, \"video\": 0}"];
+    V "--random-mm-bucket-config" Mapped "random-mm: `(H, W, 1): weight` buckets → `--image-size WxH:weight,...` (default half 256x256, half 1280x720), sent as JPEG like vLLM's; a video bucket (frames above 1) of weight above 0 refused: ringbench sends no video" ["--backend", "openai-chat", "--dataset-name", "random-mm", "--random-mm-bucket-config", "{(512, 512, 1): 1.0}"];
     V "--random-prefix-len" Mapped "one shared prefix: `--prefix-groups 1 --prefix-tokens N`, on top of the random length" ["--random-prefix-len", "32"];
     V "--sharegpt-output-len" Mapped "`--output-tokens` (default: the dataset's answers)" ["--dataset-name", "sharegpt", "--dataset-path", "d.json", "--sharegpt-output-len", "64"];
     V "--custom-output-len" Mapped "`--output-tokens` (vLLM's 256 by default)" ["--dataset-name", "custom", "--dataset-path", "d.jsonl", "--custom-output-len", "64"];
@@ -431,6 +494,17 @@ pub const TABLE: &[Row] = rows! {
     A "--artifact-dir" Mapped "`--out`" ["--artifact-dir", "/tmp/a"];
     A "--random-seed" Mapped "`--seed`" ["--random-seed", "3"];
     A "--tokenizer" Same "a local `tokenizer.json` (a hub name is refused)" ["--tokenizer", "/x/tokenizer.json"];
+    A "--image-width-mean" Mapped "`--image-width` (with `--image-height-mean`: images when both are above 0, as AIPerf); random pixels, not AIPerf's resized source images" ["--image-width-mean", "512", "--image-height-mean", "256"];
+    A "--image-width-stddev" Mapped "above 0: `--image-width normal:MEAN:SD`" ["--image-width-mean", "512", "--image-height-mean", "512", "--image-width-stddev", "32"];
+    A "--image-height-mean" Mapped "`--image-height` (with `--image-width-mean`)" ["--image-width-mean", "512", "--image-height-mean", "512"];
+    A "--image-height-stddev" Mapped "above 0: `--image-height normal:MEAN:SD`" ["--image-width-mean", "512", "--image-height-mean", "512", "--image-height-stddev", "32"];
+    A "--image-batch-size" Mapped "`--image-count` (alias `--batch-size-image`; default 1; 0: no images)" ["--image-width-mean", "64", "--image-height-mean", "64", "--image-batch-size", "2"];
+    A "--image-format" Same "ours: `png` (AIPerf's default), `jpeg` or `random` per image" ["--image-format", "jpeg"];
+    A "--audio-length-mean" Mapped "`--audio-seconds` (WAV, 16-bit mono); audio when above 0, as AIPerf" ["--audio-length-mean", "2.5"];
+    A "--audio-length-stddev" Mapped "above 0: `--audio-seconds normal:MEAN:SD`" ["--audio-length-mean", "2", "--audio-length-stddev", "0.5"];
+    A "--audio-batch-size" Mapped "`--audio-count` (alias `--batch-size-audio`; default 1; 0: no audio)" ["--audio-length-mean", "1", "--audio-batch-size", "2"];
+    A "--audio-format" Mapped "`wav` only; `mp3` refused (no MP3 encoder is built in)" ["--audio-length-mean", "1", "--audio-format", "wav"];
+    A "--audio-sample-rates" Mapped "kHz list a clip's rate is drawn from (default 16)" ["--audio-length-mean", "1", "--audio-sample-rates", "16,44.1"];
 };
 
 /// vLLM's defaults, used with its spellings.
@@ -533,6 +607,27 @@ impl AiperfFlags {
             || self.rankings_passages_stddev.is_some()
             || self.rankings_passages_prompt_token_mean.is_some()
             || self.rankings_query_prompt_token_mean.is_some()
+            || self.media_given()
+    }
+
+    /// The line uses AIPerf's image or audio spellings.
+    fn media_given(&self) -> bool {
+        [
+            self.image_width_mean,
+            self.image_width_stddev,
+            self.image_height_mean,
+        ]
+        .iter()
+        .chain([
+            &self.image_height_stddev,
+            &self.audio_length_mean,
+            &self.audio_length_stddev,
+        ])
+        .any(Option::is_some)
+            || self.image_batch_size.is_some()
+            || self.audio_batch_size.is_some()
+            || self.audio_format.is_some()
+            || self.audio_sample_rates.is_some()
     }
 }
 
@@ -547,7 +642,9 @@ pub fn lower(a: &RunArgs) -> Result<(RunArgs, Option<VllmResult>), UsageError> {
     endpoint(&mut o, vllm)?;
     stop_and_warmup(&mut o, vllm)?;
     dataset(&mut o, vllm)?;
+    random_mm(&mut o)?;
     aiperf_lengths(&mut o)?;
+    aiperf_media(&mut o)?;
     request(&mut o, vllm)?;
     tokenizer(&mut o)?;
     let result = vllm_result(a, &mut o)?;
@@ -714,7 +811,7 @@ fn dataset(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
         )),
     };
     match name {
-        "random" => {
+        "random" | "random-mm" => {
             let prefix = v.random_prefix_len.unwrap_or(0);
             let len = v
                 .random_input_len
@@ -757,13 +854,202 @@ fn dataset(o: &mut RunArgs, vllm: bool) -> Result<(), UsageError> {
         }
         other => {
             return usage(format!(
-                "--dataset-name {other}: ringbench reads random, sharegpt, custom (JSONL with \
-                 a prompt field), prefix_repetition and hf (Parquet, from the local Hugging \
-                 Face cache); for another file use --dataset PATH --dataset-format jsonl"
+                "--dataset-name {other}: ringbench reads random, random-mm, sharegpt, custom \
+                 (JSONL with a prompt field), prefix_repetition and hf (Parquet, from the local \
+                 Hugging Face cache); for another file use --dataset PATH --dataset-format jsonl"
             ))
         }
     }
     Ok(())
+}
+
+/// vLLM's random-mm defaults: one item per request, no spread, 255 images at most, half
+/// 256x256 and half 1280x720 images (its video bucket at probability 0).
+const RANDOM_MM_BUCKETS: &str = "{(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}";
+const RANDOM_MM_IMAGE_LIMIT: u64 = 255;
+
+/// `--dataset-name random-mm`: random prompts (as `random`) with images as vLLM draws them —
+/// a count uniform in `[floor(n(1−r)), min(limit, ceil(n(1+r)))]`, each image's size from
+/// the buckets by their weights, JPEG as vLLM's `process_image` saves them.
+fn random_mm(o: &mut RunArgs) -> Result<(), UsageError> {
+    let v = o.vllm.clone();
+    let given = [
+        (
+            "--random-mm-base-items-per-request",
+            v.random_mm_base_items_per_request.is_some(),
+        ),
+        (
+            "--random-mm-num-mm-items-range-ratio",
+            v.random_mm_num_mm_items_range_ratio.is_some(),
+        ),
+        (
+            "--random-mm-limit-mm-per-prompt",
+            v.random_mm_limit_mm_per_prompt.is_some(),
+        ),
+        (
+            "--random-mm-bucket-config",
+            v.random_mm_bucket_config.is_some(),
+        ),
+    ];
+    if v.dataset_name.as_deref() != Some("random-mm") {
+        return match given.iter().find(|(_, g)| *g) {
+            Some((flag, _)) => usage(format!("{flag} goes with --dataset-name random-mm")),
+            None => Ok(()),
+        };
+    }
+    let n = f64::from(v.random_mm_base_items_per_request.unwrap_or(1));
+    let r = v.random_mm_num_mm_items_range_ratio.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&r) {
+        return usage(format!(
+            "--random-mm-num-mm-items-range-ratio {r}: must be in [0, 1]"
+        ));
+    }
+    let limit = match &v.random_mm_limit_mm_per_prompt {
+        None => RANDOM_MM_IMAGE_LIMIT,
+        Some(json) => mm_image_limit(json)?,
+    };
+    let buckets = v
+        .random_mm_bucket_config
+        .as_deref()
+        .unwrap_or(RANDOM_MM_BUCKETS);
+    let sizes = mm_buckets(buckets)?;
+    let hi = ((n * (1.0 + r)).ceil() as u64).min(limit);
+    let lo = (n * (1.0 - r)).floor().max(0.0) as u64;
+    if lo > hi {
+        return usage(format!(
+            "--random-mm-limit-mm-per-prompt: at most {hi} images, below the fewest drawn \
+             ({lo}): raise the limit or lower --random-mm-base-items-per-request"
+        ));
+    }
+    o.media.image_count = Some(format!("range:{lo}:{hi}"));
+    o.media.image_size = Some(sizes);
+    o.media.image_format = Some(ringbench::plan::workload::ImageFormat::Jpeg);
+    Ok(())
+}
+
+/// `--random-mm-limit-mm-per-prompt`'s image cap (vLLM refuses a limit without `image`).
+fn mm_image_limit(json: &str) -> Result<u64, UsageError> {
+    let flag = "--random-mm-limit-mm-per-prompt";
+    let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)
+        .map_err(|e| UsageError(format!("{flag} '{json}': not a JSON object ({e}), give like '{{\"image\": 3, \"video\": 0}}'")))?;
+    match m.get("image").and_then(serde_json::Value::as_u64) {
+        Some(n) => Ok(n),
+        None => usage(format!(
+            "{flag} '{json}': gives no image limit (a count), like '{{\"image\": 3, \"video\": 0}}'"
+        )),
+    }
+}
+
+/// `--random-mm-bucket-config`, a Python dict of `(height, width, frames): weight`, as our
+/// `--image-size` list (`WxH:WEIGHT`): zero weights dropped, video (frames above 1) refused.
+fn mm_buckets(dict: &str) -> Result<String, UsageError> {
+    let flag = "--random-mm-bucket-config";
+    let bad = |why: &str| {
+        usage(format!(
+            "{flag} '{dict}': {why} (give like '{{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}}': \
+             (height, width, frames): weight)"
+        ))
+    };
+    let flat: String = dict
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+        .collect();
+    let Some(inner) = flat.strip_prefix('{').and_then(|f| f.strip_suffix('}')) else {
+        return bad("not a dict");
+    };
+    let mut sizes = vec![];
+    for item in inner.trim_end_matches(',').split(",(") {
+        let Some((key, weight)) = item.trim_start_matches('(').split_once("):") else {
+            return bad("an entry that is not (height, width, frames): weight");
+        };
+        let dims: Vec<u32> = key.split(',').filter_map(|d| d.parse().ok()).collect();
+        let (Ok(w), &[h, wd, t]) = (weight.parse::<f64>(), &dims[..]) else {
+            return bad("an entry that is not (height, width, frames): weight");
+        };
+        match (w, t) {
+            (w, _) if !(w.is_finite() && w >= 0.0) => return bad("a weight below 0"),
+            (0.0, _) => {}
+            (_, 0) => return bad("0 frames"),
+            (_, 1) => sizes.push(format!("{wd}x{h}:{w}")),
+            (_, _) => {
+                return usage(format!(
+                    "{flag}: a video bucket ({h}, {wd}, {t}) with weight {w}: ringbench sends \
+                     images and audio, not video; give buckets of 1 frame, or weight 0"
+                ))
+            }
+        }
+    }
+    if sizes.is_empty() {
+        return bad("no bucket of weight above 0");
+    }
+    Ok(sizes.join(","))
+}
+
+/// AIPerf's images and audio: images when both mean sides are above 0 (and
+/// `--image-batch-size` is not 0), sides normal around them with their stddevs; audio when
+/// `--audio-length-mean` is above 0, WAV only.
+fn aiperf_media(o: &mut RunArgs) -> Result<(), UsageError> {
+    let ai = o.aiperf.clone();
+    let spread = |mean: f64, sd: Option<f64>, flag: &str| match sd {
+        Some(sd) if !(sd.is_finite() && sd >= 0.0) => usage(format!("{flag} {sd}: must be ≥ 0")),
+        Some(sd) if sd > 0.0 => Ok(format!("normal:{mean}:{sd}")),
+        _ => Ok(format!("{mean}")),
+    };
+    match (
+        ai.image_width_mean,
+        ai.image_height_mean,
+        ai.image_batch_size,
+    ) {
+        (None, None, None) => {}
+        (_, _, Some(0)) => {}
+        (Some(w), Some(h), n) if w > 0.0 && h > 0.0 => {
+            o.media.image_width = Some(spread(w, ai.image_width_stddev, "--image-width-stddev")?);
+            o.media.image_height =
+                Some(spread(h, ai.image_height_stddev, "--image-height-stddev")?);
+            o.media.image_count = Some(n.unwrap_or(1).to_string());
+        }
+        _ => {
+            return usage(
+                "--image-width-mean and --image-height-mean: AIPerf makes images only when both \
+                 are above 0 (give both, like --image-width-mean 512 --image-height-mean 512)",
+            )
+        }
+    }
+    match ai.audio_format.as_deref() {
+        None | Some("wav") => {}
+        Some(f) => {
+            return usage(format!(
+                "--audio-format {f}: ringbench sends WAV (16-bit PCM) only; an {f} encoder is not \
+                 built in: give --audio-format wav"
+            ))
+        }
+    }
+    if let Some(rates) = &ai.audio_sample_rates {
+        o.media.audio_sample_rates_hz = Some(khz_list(rates)?);
+    }
+    match (ai.audio_length_mean, ai.audio_batch_size) {
+        (None, _) | (_, Some(0)) => Ok(()),
+        (Some(l), n) if l > 0.0 => {
+            o.media.audio_seconds =
+                Some(spread(l, ai.audio_length_stddev, "--audio-length-stddev")?);
+            o.media.audio_count = Some(n.unwrap_or(1));
+            Ok(())
+        }
+        (Some(l), _) => usage(format!("--audio-length-mean {l}: give seconds above 0")),
+    }
+}
+
+/// `--audio-sample-rates`: kHz, comma- or space-separated, as Hz.
+fn khz_list(list: &str) -> Result<Vec<u32>, UsageError> {
+    list.split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.parse::<f64>() {
+            Ok(k) if k.is_finite() && k > 0.0 => Ok((k * 1000.0).round() as u32),
+            _ => usage(format!(
+                "--audio-sample-rates {list}: give kHz like 16,44.1"
+            )),
+        })
+        .collect()
 }
 
 /// `--synthetic-input-tokens-mean/-stddev`, `--output-tokens-mean/-stddev`.

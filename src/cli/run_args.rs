@@ -212,6 +212,8 @@ pub struct RunArgs {
     pub dataset_sampling: ringbench::plan::workload::Sampling,
     #[command(flatten)]
     pub hf: super::workload_args::HfFlags,
+    #[command(flatten)]
+    pub media: super::workload_args::MediaFlags,
     /// Shared system prefixes: G groups (with --prefix-tokens)
     #[arg(long, value_name = "G", requires = "prefix_tokens", help_heading = h::WORKLOAD)]
     pub prefix_groups: Option<u32>,

@@ -10,7 +10,54 @@ use super::{usage, RunArgs, UsageError};
 use clap::Args;
 use ringbench::plan::workload::LengthDist;
 use ringbench::plan::workload::{DatasetKind, DatasetSpec, HfSpec};
+use ringbench::plan::workload::{ImageFormat, ImageSize, MediaSpec, MAX_IMAGE_SIDE, MAX_LENGTH};
 use ringbench::plan::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
+
+/// Synthetic images and audio sent with every prompt (`--image-*`, `--audio-*`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MediaFlags {
+    /// Synthetic images per request: N or a distribution [default: none]
+    ///
+    /// N, or as --input-dist (range:LO:HI may start at 0). Random pixels made from --seed
+    /// before the run, a few of them rewritten per request so no two requests send the same
+    /// image (see --no-media-salt); sent as image_url parts (chat), input_image (responses)
+    /// or image blocks (messages).
+    #[arg(long, value_name = "SPEC", help_heading = h::WORKLOAD)]
+    pub image_count: Option<String>,
+    /// Image sizes, like 1024x1024:3,512x512:1 (WxH:WEIGHT) [default: 512x512]
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["image_width", "image_height"], help_heading = h::WORKLOAD)]
+    pub image_size: Option<String>,
+    /// Image widths, px, as --input-dist (with --image-height)
+    #[arg(long, value_name = "SPEC", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub image_width: Option<String>,
+    /// Image heights, px, as --input-dist (with --image-width)
+    #[arg(long, value_name = "SPEC", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub image_height: Option<String>,
+    /// png, jpeg, or random per image [default: png]
+    ///
+    /// png: the pixels stored uncompressed (random pixels do not compress); jpeg: baseline,
+    /// quality 75, 4:2:0 (PIL's defaults, as vLLM's random-mm sends).
+    #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true, help_heading = h::WORKLOAD)]
+    pub image_format: Option<ImageFormat>,
+    /// Synthetic WAV audio per request, seconds: N or a distribution
+    ///
+    /// N, or as --input-dist in seconds (normal:5:1.5): 16-bit mono noise at 16 kHz, sent
+    /// as input_audio parts (chat only), a few samples rewritten per request.
+    #[arg(long, value_name = "SPEC", help_heading = h::WORKLOAD)]
+    pub audio_seconds: Option<String>,
+    /// Audio clips per request (with --audio-seconds) [default: 1]
+    #[arg(long, value_name = "N", hide_short_help = true, help_heading = h::WORKLOAD)]
+    pub audio_count: Option<u32>,
+    /// Let images and audio repeat: no per-request pixel or sample salt
+    ///
+    /// Requests then cycle through the images built (the catalog keeps at most 256 MiB of
+    /// them), and a server's multimodal cache may serve them.
+    #[arg(long, alias = "no-image-salt", help_heading = h::WORKLOAD)]
+    pub no_media_salt: bool,
+    /// AIPerf's `--audio-sample-rates`, Hz (`compat::lower` sets it).
+    #[arg(skip)]
+    pub audio_sample_rates_hz: Option<Vec<u32>>,
+}
 
 /// A Hugging Face dataset's part and columns (`--dataset ORG/NAME --dataset-format hf`, or
 /// vLLM's `--dataset-name hf --dataset-path ORG/NAME`), spelled as vLLM spells them.
@@ -71,6 +118,71 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
         request: request_of(a)?,
         prompt_salt: !a.no_prompt_salt,
         prompt_nonce: a.prompt_nonce,
+        media: media_of(&a.media)?,
+    })
+}
+
+/// `--image-*` and `--audio-*`: any image flag asks for one image per request unless
+/// `--image-count` says how many.
+fn media_of(f: &MediaFlags) -> Result<MediaSpec, UsageError> {
+    let mut m = MediaSpec {
+        salt: !f.no_media_salt,
+        ..MediaSpec::default()
+    };
+    let count = |s: &str| LengthDist::parse_count("--image-count", s).map_err(UsageError);
+    m.image_count = f.image_count.as_deref().map(count).transpose()?;
+    let any_image = f.image_size.is_some() || f.image_width.is_some() || f.image_height.is_some();
+    if m.image_count.is_none() && (any_image || f.image_format.is_some()) {
+        m.image_count = Some(LengthDist::Fixed { tokens: 1 });
+    }
+    m.image_format = f.image_format.unwrap_or_default();
+    if let Some(list) = &f.image_size {
+        m.image_size = ImageSize::parse("--image-size", list).map_err(UsageError)?;
+    }
+    match (&f.image_width, &f.image_height) {
+        (Some(w), Some(h)) => {
+            m.image_size = ImageSize::Drawn {
+                width: side("--image-width", w)?,
+                height: side("--image-height", h)?,
+            }
+        }
+        (Some(_), None) => {
+            return usage("--image-width needs --image-height (or give --image-size WxH)")
+        }
+        (None, Some(_)) => {
+            return usage("--image-height needs --image-width (or give --image-size WxH)")
+        }
+        (None, None) => {}
+    }
+    if let Some(s) = &f.audio_seconds {
+        let ms = LengthDist::parse_in("--audio-seconds", s, 1, 1000.0).map_err(UsageError)?;
+        m.audio_ms = Some(ms);
+    } else if f.audio_count.is_some() {
+        return usage("--audio-count needs --audio-seconds (each clip's length)");
+    }
+    m.audio_count = f.audio_count.unwrap_or(1);
+    if let Some(rates) = &f.audio_sample_rates_hz {
+        m.audio_sample_rates_hz = rates.clone();
+    }
+    Ok(m)
+}
+
+/// An image side's distribution, px: a draw without a max of its own is clipped at
+/// `MAX_IMAGE_SIDE`.
+fn side(flag: &str, spec: &str) -> Result<LengthDist, UsageError> {
+    let d = LengthDist::parse(flag, spec).map_err(UsageError)?;
+    Ok(match d {
+        LengthDist::Normal { mean, sd, max } if max == MAX_LENGTH => LengthDist::Normal {
+            mean,
+            sd,
+            max: MAX_IMAGE_SIDE,
+        },
+        LengthDist::Lognormal { median, p99, max } if max == MAX_LENGTH => LengthDist::Lognormal {
+            median,
+            p99,
+            max: MAX_IMAGE_SIDE,
+        },
+        d => d,
     })
 }
 

@@ -394,6 +394,18 @@ fn prefix_reuse(s: &Summary, out: &mut impl Write) -> io::Result<()> {
             format!("{distinct} of {sent}{how}"),
         )?;
     }
+    if let (Some(sent), Some(distinct)) = (w.images_sent, w.distinct_images_sent) {
+        let how = match s.config["workload"]["media"]["salt"].as_bool() {
+            Some(false) => " (--no-media-salt)",
+            _ if distinct == sent => " (salted per request)",
+            _ => "",
+        };
+        row(
+            out,
+            "Distinct images sent:",
+            format!("{distinct} of {sent}{how}"),
+        )?;
+    }
     let observed = match w.observed_cached_rate {
         Some(r) => format!("{:.1}% ({} reports)", r * 100.0, w.observed_reports),
         None => "not reported by the server".to_string(),

@@ -113,7 +113,81 @@ impl Plan {
         self.check_sessions()?;
         self.check_cancel()?;
         self.check_api()?;
+        self.check_media()?;
         self.check_cpus()
+    }
+
+    /// Synthetic images and audio: counts, sizes and lengths in bounds, one request's media
+    /// of a size a server takes, and an endpoint that sends them (images: chat, Responses,
+    /// Messages; audio: chat).
+    fn check_media(&self) -> Result<(), PlanError> {
+        use super::workload::{ImageSize, MAX_SAMPLE_RATE_HZ};
+        use super::workload::{MAX_AUDIO_CLIPS, MAX_AUDIO_MS, MAX_IMAGES, MAX_IMAGE_SIDE};
+        let m = &self.workload.media;
+        if let Some(c) = m
+            .image_count
+            .as_ref()
+            .filter(|c| c.upper_bound() > MAX_IMAGES)
+        {
+            return bad(format!(
+                "--image-count: up to {} images per request; give at most {MAX_IMAGES}",
+                c.upper_bound()
+            ));
+        }
+        if let ImageSize::Drawn { width, height } = &m.image_size {
+            check_dist("--image-width", Some(width))?;
+            check_dist("--image-height", Some(height))?;
+        }
+        let (w, h) = m.image_size.upper_bound();
+        if m.images() && (w.max(h) > MAX_IMAGE_SIDE || w.min(h) == 0) {
+            return bad(format!(
+                "--image-size (or --image-width, --image-height): {w}x{h} px is not an image \
+                 ringbench makes: give sides of 1 to {MAX_IMAGE_SIDE} px"
+            ));
+        }
+        if let Some(ms) = &m.audio_ms {
+            check_dist("--audio-seconds", Some(ms))?;
+            if ms.upper_bound() > MAX_AUDIO_MS || !(1..=MAX_AUDIO_CLIPS).contains(&m.audio_count) {
+                return bad(format!(
+                    "--audio-seconds and --audio-count: clips of at most {} s, 1 to \
+                     {MAX_AUDIO_CLIPS} per request",
+                    MAX_AUDIO_MS / 1000
+                ));
+            }
+        }
+        let rates = &m.audio_sample_rates_hz;
+        if rates.is_empty()
+            || rates
+                .iter()
+                .any(|r| !(1000..=MAX_SAMPLE_RATE_HZ).contains(r))
+        {
+            return bad(format!(
+                "--audio-sample-rates {rates:?}: give rates of 1 to {} kHz",
+                MAX_SAMPLE_RATE_HZ / 1000
+            ));
+        }
+        self.check_media_endpoint()
+    }
+
+    /// Images go to chat, Responses and Messages; audio to chat.
+    fn check_media_endpoint(&self) -> Result<(), PlanError> {
+        let m = &self.workload.media;
+        let e = self.endpoint;
+        let images_ok = matches!(e, Endpoint::Chat | Endpoint::Responses | Endpoint::Messages);
+        if m.images() && !images_ok {
+            return bad(format!(
+                "--image-count: images go to --endpoint chat, responses or messages, not {} \
+                 (vLLM's --backend openai-chat)",
+                e.name()
+            ));
+        }
+        if m.audio() && e != Endpoint::Chat {
+            return bad(format!(
+                "--audio-seconds: audio goes to --endpoint chat (input_audio parts), not {}",
+                e.name()
+            ));
+        }
+        Ok(())
     }
 
     /// Tools go to an endpoint that takes them, batches to one that pools its inputs; a
@@ -581,6 +655,9 @@ fn check_dist(flag: &str, d: Option<&LengthDist>) -> Result<(), PlanError> {
     let ok = match d {
         None => true,
         Some(LengthDist::Fixed { tokens }) => len_ok(f64::from(*tokens)),
+        Some(LengthDist::Range { lo, hi }) => {
+            len_ok(f64::from(*lo)) && len_ok(f64::from(*hi)) && lo <= hi
+        }
         Some(LengthDist::Uniform { mean, range_ratio }) => {
             len_ok(f64::from(*mean)) && (0.0..1.0).contains(range_ratio)
         }

@@ -63,6 +63,8 @@ pub struct WorkloadSpec {
     /// until the run starts, which draws one at random and records it in the summary's
     /// `config`, so a rerun with `--prompt-nonce N` sends the same bytes.
     pub prompt_nonce: Option<u64>,
+    /// Synthetic images and audio sent with every prompt (`--image-*`, `--audio-*`).
+    pub media: MediaSpec,
 }
 
 impl Default for WorkloadSpec {
@@ -77,7 +79,185 @@ impl Default for WorkloadSpec {
             request: RequestOptions::default(),
             prompt_salt: true,
             prompt_nonce: None,
+            media: MediaSpec::default(),
         }
+    }
+}
+
+/// The longest side of a synthetic image, px.
+pub const MAX_IMAGE_SIDE: u32 = 8192;
+/// Images one request carries at most (vLLM's default `--limit-mm-per-prompt` for images).
+pub const MAX_IMAGES: u32 = 255;
+/// Audio clips one request carries at most.
+pub const MAX_AUDIO_CLIPS: u32 = 16;
+/// The longest synthetic audio clip, ms (10 minutes).
+pub const MAX_AUDIO_MS: u32 = 600_000;
+/// The highest audio sample rate, Hz.
+pub const MAX_SAMPLE_RATE_HZ: u32 = 192_000;
+
+/// How synthetic images are encoded (`--image-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum ImageFormat {
+    /// PNG, its pixels stored uncompressed (random pixels do not compress).
+    #[default]
+    Png,
+    /// Baseline JPEG, quality 75, 4:2:0 (PIL's defaults, as vLLM's random-mm sends).
+    Jpeg,
+    /// PNG or JPEG, drawn per image (AIPerf's `random`).
+    Random,
+}
+
+/// One size of a weighted list (`--image-size 1024x1024:3,512x512:1`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SizeWeight {
+    /// Width, px.
+    pub width: u32,
+    /// Height, px.
+    pub height: u32,
+    /// Relative weight, above 0.
+    pub weight: f64,
+}
+
+/// The sizes of synthetic images.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImageSize {
+    /// A weighted list of sizes (`--image-size`).
+    Sizes {
+        /// The sizes and their weights.
+        sizes: Vec<SizeWeight>,
+    },
+    /// Width and height drawn apart (`--image-width`, `--image-height`).
+    Drawn {
+        /// Widths, px.
+        width: LengthDist,
+        /// Heights, px.
+        height: LengthDist,
+    },
+}
+
+impl ImageSize {
+    /// `WxH[:WEIGHT],...`, like `1024x1024:3,512x512:1` (weight 1 when not given); errors
+    /// name `flag` and the fix.
+    pub fn parse(flag: &str, list: &str) -> Result<ImageSize, String> {
+        let bad = |why: String| {
+            format!("{flag} '{list}': {why} (give WxH[:WEIGHT],..., like 1024x1024:3,512x512:1)")
+        };
+        let mut sizes = vec![];
+        for item in list.split(',').map(str::trim) {
+            let (size, weight) = item.split_once(':').unwrap_or((item, "1"));
+            let (w, h) = size
+                .split_once(['x', 'X'])
+                .ok_or_else(|| bad(format!("'{item}' has no WxH")))?;
+            let side = |s: &str| match s.trim().parse::<u32>() {
+                Ok(v) if (1..=MAX_IMAGE_SIDE).contains(&v) => Ok(v),
+                _ => Err(bad(format!(
+                    "'{s}' is not a side of 1 to {MAX_IMAGE_SIDE} px"
+                ))),
+            };
+            let weight = match weight.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 => v,
+                _ => return Err(bad(format!("weight '{weight}' must be a number above 0"))),
+            };
+            sizes.push(SizeWeight {
+                width: side(w)?,
+                height: side(h)?,
+                weight,
+            });
+        }
+        Ok(ImageSize::Sizes { sizes })
+    }
+
+    /// One image's width and height.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> (u32, u32) {
+        match self {
+            ImageSize::Sizes { sizes } => {
+                let total: f64 = sizes.iter().map(|s| s.weight).sum();
+                let mut at = rng.random::<f64>() * total;
+                for s in sizes {
+                    if at < s.weight {
+                        return (s.width, s.height);
+                    }
+                    at -= s.weight;
+                }
+                sizes.last().map_or((1, 1), |s| (s.width, s.height))
+            }
+            ImageSize::Drawn { width, height } => (width.sample(rng), height.sample(rng)),
+        }
+    }
+
+    /// The largest width and height a draw can have.
+    pub fn upper_bound(&self) -> (u32, u32) {
+        match self {
+            ImageSize::Sizes { sizes } => (
+                sizes.iter().map(|s| s.width).max().unwrap_or(0),
+                sizes.iter().map(|s| s.height).max().unwrap_or(0),
+            ),
+            ImageSize::Drawn { width, height } => (width.upper_bound(), height.upper_bound()),
+        }
+    }
+}
+
+/// Synthetic images and audio sent with every prompt: random pixels and samples made from
+/// the seed before the run, unique per request unless `salt` is off.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MediaSpec {
+    /// Images per request (`--image-count`); `None`: no synthetic image.
+    pub image_count: Option<LengthDist>,
+    /// Their sizes (`--image-size`, or `--image-width` and `--image-height`).
+    pub image_size: ImageSize,
+    /// Their encoding (`--image-format`).
+    pub image_format: ImageFormat,
+    /// Audio clips per request (`--audio-count`), when `audio_ms` is given.
+    pub audio_count: u32,
+    /// Each clip's length, ms (`--audio-seconds`); `None`: no audio.
+    pub audio_ms: Option<LengthDist>,
+    /// Sample rates a clip's is drawn from, Hz (16-bit PCM, mono WAV).
+    pub audio_sample_rates_hz: Vec<u32>,
+    /// A few pixels (samples) of every image (clip) rewritten per request from its id, so no
+    /// two requests send the same media (`--no-media-salt` turns it off).
+    pub salt: bool,
+}
+
+/// A synthetic image's size when no flag gives one.
+pub const DEFAULT_IMAGE_SIDE: u32 = 512;
+/// A synthetic clip's sample rate when no flag gives one, Hz.
+pub const DEFAULT_SAMPLE_RATE_HZ: u32 = 16_000;
+
+impl Default for MediaSpec {
+    fn default() -> Self {
+        MediaSpec {
+            image_count: None,
+            image_size: ImageSize::Sizes {
+                sizes: vec![SizeWeight {
+                    width: DEFAULT_IMAGE_SIDE,
+                    height: DEFAULT_IMAGE_SIDE,
+                    weight: 1.0,
+                }],
+            },
+            image_format: ImageFormat::Png,
+            audio_count: 1,
+            audio_ms: None,
+            audio_sample_rates_hz: vec![DEFAULT_SAMPLE_RATE_HZ],
+            salt: true,
+        }
+    }
+}
+
+impl MediaSpec {
+    /// Whether requests carry synthetic images.
+    pub fn images(&self) -> bool {
+        self.image_count
+            .as_ref()
+            .is_some_and(|c| c.upper_bound() > 0)
+    }
+
+    /// Whether requests carry synthetic audio.
+    pub fn audio(&self) -> bool {
+        self.audio_ms.is_some() && self.audio_count > 0
     }
 }
 
@@ -194,6 +374,14 @@ pub enum LengthDist {
         /// Half the range's width as a fraction of `mean`, in [0, 1).
         range_ratio: f64,
     },
+    /// Uniform over the integers `[lo, hi]` (`range:LO:HI`; vLLM's image counts, which may
+    /// be 0).
+    Range {
+        /// The fewest.
+        lo: u32,
+        /// The most.
+        hi: u32,
+    },
     /// Normal with `mean` and `sd` (`normal:MEAN:SD[:MAX]`).
     Normal {
         /// Mean, tokens.
@@ -219,13 +407,17 @@ struct SpecFields<'a> {
     flag: &'a str,
     spec: &'a str,
     parts: Vec<&'a str>,
+    /// The smallest value allowed (1 for lengths; 0 for counts).
+    min: u32,
+    /// What a number of the spec is multiplied by (1000: seconds given, ms kept).
+    scale: f64,
 }
 
 impl SpecFields<'_> {
     fn bad(&self, why: &str) -> String {
         format!(
-            "{} '{}': {why} (use fixed:N, uniform:MEAN:RATIO, normal:MEAN:SD[:MAX] \
-             or lognormal:MEDIAN:P99[:MAX], e.g. lognormal:300:4000:8000)",
+            "{} '{}': {why} (use fixed:N, uniform:MEAN:RATIO, range:LO:HI, \
+             normal:MEAN:SD[:MAX] or lognormal:MEDIAN:P99[:MAX], e.g. lognormal:300:4000:8000)",
             self.flag, self.spec
         )
     }
@@ -246,13 +438,25 @@ impl SpecFields<'_> {
         }
     }
 
-    /// Field `i` as a length in tokens, in `[1, MAX_LENGTH]`.
+    /// Field `i` as a value in the spec's unit: its number times `scale`.
+    fn val(&self, i: usize) -> Result<f64, String> {
+        Ok(self.num(i)? * self.scale)
+    }
+
+    /// The bounds of a value, in the spec's own unit.
+    fn range_text(&self, lo: u32) -> String {
+        let hi = MAX_LENGTH as f64 / self.scale;
+        format!("[{}, {hi}]", lo as f64 / self.scale)
+    }
+
+    /// Field `i` as a length (tokens, or the spec's unit), in `[min, MAX_LENGTH]`.
     fn tokens(&self, i: usize) -> Result<u32, String> {
-        let v = self.num(i)?;
-        if (1.0..=MAX_LENGTH as f64).contains(&v) {
-            Ok(v.round() as u32)
+        let v = self.val(i)?.round();
+        if (f64::from(self.min)..=MAX_LENGTH as f64).contains(&v) {
+            Ok(v as u32)
         } else {
-            Err(self.bad(&format!("lengths must be in [1, {MAX_LENGTH}]")))
+            let r = self.range_text(self.min);
+            Err(self.bad(&format!("values must be in {r}")))
         }
     }
 
@@ -261,9 +465,10 @@ impl SpecFields<'_> {
         if self.parts.len() <= i {
             return Ok(MAX_LENGTH);
         }
-        let m = self.num(i)?;
+        let m = self.val(i)?.round();
         if m < 1.0 || m > MAX_LENGTH as f64 {
-            return Err(self.bad(&format!("the max must be in [1, {MAX_LENGTH}]")));
+            let r = self.range_text(1);
+            return Err(self.bad(&format!("the max must be in {r}")));
         }
         Ok(m as u32)
     }
@@ -278,13 +483,26 @@ impl SpecFields<'_> {
 }
 
 impl LengthDist {
-    /// Parses `fixed:N`, `uniform:MEAN:RATIO`, `normal:MEAN:SD[:MAX]`,
+    /// Parses `fixed:N`, `uniform:MEAN:RATIO`, `range:LO:HI`, `normal:MEAN:SD[:MAX]`,
     /// `lognormal:MEDIAN:P99[:MAX]`; a bare number is `fixed`. Errors name `flag` and the fix.
     pub fn parse(flag: &str, spec: &str) -> Result<LengthDist, String> {
+        LengthDist::parse_in(flag, spec, 1, 1.0)
+    }
+
+    /// `parse` of a count that may be 0 (`range:0:2`; a draw of another kind is at least 1).
+    pub fn parse_count(flag: &str, spec: &str) -> Result<LengthDist, String> {
+        LengthDist::parse_in(flag, spec, 0, 1.0)
+    }
+
+    /// `parse` with every number but a ratio multiplied by `scale` (1000: a spec in seconds
+    /// kept in ms), and values from `min` up.
+    pub fn parse_in(flag: &str, spec: &str, min: u32, scale: f64) -> Result<LengthDist, String> {
         let f = SpecFields {
             flag,
             spec,
             parts: spec.split(':').map(str::trim).collect(),
+            min,
+            scale,
         };
         let dist = match f.parts[0] {
             _ if f.parts.len() == 1 => LengthDist::Fixed {
@@ -307,17 +525,25 @@ impl LengthDist {
                     range_ratio,
                 }
             }
+            "range" => {
+                f.arity(3, 3)?;
+                let (lo, hi) = (f.tokens(1)?, f.tokens(2)?);
+                if hi < lo {
+                    return Err(f.bad("the range's high end must not be below its low end"));
+                }
+                LengthDist::Range { lo, hi }
+            }
             "normal" => {
                 f.arity(3, 4)?;
                 LengthDist::Normal {
                     mean: f.tokens(1)? as f64,
-                    sd: f.num(2)?,
+                    sd: f.val(2)?,
                     max: f.max_at(3)?,
                 }
             }
             "lognormal" => {
                 f.arity(3, 4)?;
-                let (median, p99) = (f.tokens(1)? as f64, f.num(2)?);
+                let (median, p99) = (f.tokens(1)? as f64, f.val(2)?);
                 if p99 <= median {
                     return Err(f.bad("the p99 must be above the median"));
                 }
@@ -332,10 +558,11 @@ impl LengthDist {
         Ok(dist)
     }
 
-    /// One length, clipped to `[1, max]`.
+    /// One length, clipped to `[1, max]` (a range's own bounds, a fixed value as it is).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
         let (v, max) = match *self {
             LengthDist::Fixed { tokens } => return tokens,
+            LengthDist::Range { lo, hi } => return rng.random_range(lo..=hi.max(lo)),
             LengthDist::Uniform { mean, range_ratio } => {
                 let lo = (mean as f64 * (1.0 - range_ratio)).round().max(1.0) as u32;
                 let hi = (mean as f64 * (1.0 + range_ratio)).round() as u32;
@@ -358,6 +585,7 @@ impl LengthDist {
     pub fn upper_bound(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Range { hi, .. } => hi,
             LengthDist::Uniform { mean, range_ratio } => {
                 ((mean as f64 * (1.0 + range_ratio)).round() as u32).clamp(1, MAX_LENGTH)
             }

@@ -22,6 +22,7 @@
 
 use crate::plan::RunId;
 use crate::plan::{Endpoint, Plan};
+use crate::prepare::media::{Media, MediaTail};
 use crate::prepare::salt::{SaltAt, SaltPool};
 #[cfg(test)]
 use crate::prepare::Prepared;
@@ -52,6 +53,12 @@ pub struct Entry {
     /// Chat requests: where the messages array's elements are (between its `[` and `]`), for
     /// a conversation's turn to put its history before them (`worker::session`).
     pub messages: Option<Span>,
+    /// Its salted media: which of the catalog's media spots are its.
+    media: Span,
+    /// Images it sends (a dataset's and synthetic ones): for the figures per request.
+    pub images: u16,
+    /// Audio it sends, ms in all: for the figures per request.
+    pub audio_ms: u32,
 }
 
 impl Entry {
@@ -120,12 +127,16 @@ pub struct Catalog {
     heads: Arc<[Box<[u8]>]>,
     entries: Arc<[Entry]>,
     salt: Option<Arc<SaltPool>>,
+    /// Every entry's salted media (`Entry::media` says which are whose).
+    media: Arc<[MediaSpot]>,
     /// Added to the id before it becomes salt digits (the plan's `prompt_nonce`).
     nonce: u64,
     /// Entries whose bytes are the same share a class: what distinct prompts are counted by.
     class_of: Arc<[u32]>,
     /// Distinct salts of each class (1 unsalted).
     class_values: Arc<[u64]>,
+    /// The images each class sends.
+    class_images: Arc<[ClassImages]>,
     pub input_method: String,
     /// How every entry's `input_tokens` was counted; workers copy it into each record.
     pub input_source: InputSource,
@@ -198,53 +209,26 @@ impl Catalog {
         heads: Vec<Vec<u8>>,
         model: &str,
     ) -> Catalog {
-        let head_extra = extra_headers(plan);
-        let mut classes = HashMap::<(u64, u32), u32>::new();
-        let mut class_values = vec![];
         let per = prompts_per_request(plan);
-        let mut class_of = Vec::with_capacity(prompts.len() / per + 1);
-        let mut all_bytes = Vec::new();
-        let entries: Vec<Entry> = groups(prompts, per)
-            .map(|inputs| {
-                let p = &inputs[0];
-                let body = request_body(plan, model, &inputs);
-                let salt_in_body = (p.salt.zip(salt.as_ref()))
-                    .map(|(at, pool)| locate(plan, model, &inputs, &body, at, pool));
-                let bytes = entry_bytes(&head_extra, &body);
-                let head_len = (bytes.len() - body.len()) as u32;
-                let messages = messages_span(plan, p, &body).map(|m| Span {
-                    at: head_len + m.at,
-                    len: m.len,
-                });
-                let spot = salt_in_body.map(|at| Spot {
-                    at: head_len + at,
-                    words: p.salt.map_or(0, |s| s.words),
-                });
-                let class = class_for(&mut classes, &mut class_values, &bytes, spot, &salt);
-                class_of.push(class);
-                let at = all_bytes.len();
-                all_bytes.extend_from_slice(&bytes);
-                Entry {
-                    at,
-                    len: bytes.len() as u32,
-                    input_tokens: inputs.iter().map(|p| p.input_tokens).sum(),
-                    output_tokens: if plan.endpoint.generates() {
-                        p.max_tokens
-                    } else {
-                        0
-                    },
-                    salt: spot,
-                    head_end: head_len - 2,
-                    content_length: content_length_spot(&bytes, body.len()),
-                    messages,
-                }
-            })
-            .collect();
+        let mut b = Builder {
+            plan,
+            model,
+            salt: &salt,
+            head_extra: extra_headers(plan),
+            classes: HashMap::new(),
+            class_values: vec![],
+            class_images: vec![],
+            class_of: Vec::with_capacity(prompts.len() / per + 1),
+            image_ids: HashMap::new(),
+            media: vec![],
+            all_bytes: Vec::new(),
+        };
+        let entries: Vec<Entry> = groups(prompts, per).map(|g| b.entry(&g)).collect();
         let max_head = heads.iter().map(Vec::len).max().unwrap_or(0);
         let max_bytes = max_head + entries.iter().map(|e| e.len as usize).max().unwrap_or(0);
         let run_id = plan.sent_run_id();
-        let arena = Arena::new(&all_bytes);
-        drop(all_bytes);
+        let arena = Arena::new(&b.all_bytes);
+        drop(std::mem::take(&mut b.all_bytes));
         Catalog {
             arena: Arc::new(arena),
             heads: heads.into_iter().map(Vec::into_boxed_slice).collect(),
@@ -252,10 +236,12 @@ impl Catalog {
             max_bytes: max_bytes + run_id.map_or(0, |r| HEADER.len() + r.as_str().len() + 25),
             run_id,
             entries: entries.into(),
-            salt: salt.map(Arc::new),
+            salt: salt.clone().map(Arc::new),
+            media: b.media.into(),
             nonce: plan.workload.prompt_nonce.unwrap_or(0),
-            class_of: class_of.into(),
-            class_values: class_values.into(),
+            class_of: b.class_of.into(),
+            class_values: b.class_values.into(),
+            class_images: b.class_images.into(),
             input_method: stats.input_method.clone(),
             // A tokenizer, when the run has one, counted every prompt (`prepare`).
             input_source: match stats.tokenizer {
@@ -327,6 +313,13 @@ impl Catalog {
                 &mut out[spot.at as usize + shift..],
             );
         }
+        let media = &self.media[e.media.at as usize..(e.media.at + e.media.len) as usize];
+        for m in media {
+            m.tail.write(
+                id.wrapping_add(self.nonce),
+                &mut out[m.at as usize + shift..],
+            );
+        }
         e
     }
 
@@ -350,6 +343,7 @@ impl Catalog {
             conversations: self.conversations.clone(),
             class_of: self.class_of.clone(),
             class_values: self.class_values.clone(),
+            class_images: self.class_images.clone(),
             sends: vec![0; self.class_values.len()],
         }
     }
@@ -394,6 +388,7 @@ impl Catalog {
             arena,
             entries: Arc::from(&self.entries[..]),
             salt: self.salt.as_deref().cloned().map(Arc::new),
+            media: self.media.to_vec().into(),
             ..self.clone()
         }
     }
@@ -418,6 +413,141 @@ fn groups(prompts: Vec<Prompt>, per: usize) -> impl Iterator<Item = Vec<Prompt>>
     })
 }
 
+/// What `Catalog::from_prompts` gathers entry by entry.
+struct Builder<'a> {
+    plan: &'a Plan,
+    model: &'a str,
+    salt: &'a Option<SaltPool>,
+    head_extra: String,
+    classes: HashMap<(u64, u32), u32>,
+    class_values: Vec<u64>,
+    class_images: Vec<ClassImages>,
+    class_of: Vec<u32>,
+    /// Each unsalted image's number, by its address (an image shared by items is one).
+    image_ids: HashMap<usize, u32>,
+    media: Vec<MediaSpot>,
+    all_bytes: Vec<u8>,
+}
+
+impl Builder<'_> {
+    /// The entry of one request's prompts, its bytes appended to the arena's.
+    fn entry(&mut self, inputs: &[Prompt]) -> Entry {
+        let (plan, model) = (self.plan, self.model);
+        let p = &inputs[0];
+        let body = request_body(plan, model, inputs);
+        let salt_in_body = (p.salt.zip(self.salt.as_ref()))
+            .map(|(at, pool)| locate(plan, model, inputs, &body, at, pool));
+        let bytes = entry_bytes(&self.head_extra, &body);
+        let head_len = (bytes.len() - body.len()) as u32;
+        let messages = messages_span(plan, p, &body).map(|m| Span {
+            at: head_len + m.at,
+            len: m.len,
+        });
+        let spot = salt_in_body.map(|at| Spot {
+            at: head_len + at,
+            words: p.salt.map_or(0, |s| s.words),
+        });
+        let media = self.media_spots(p, &body, head_len);
+        let class = class_for(
+            &mut self.classes,
+            &mut self.class_values,
+            &bytes,
+            spot,
+            self.salt,
+        );
+        if class as usize == self.class_images.len() {
+            let images = self.images_of(p);
+            self.class_images.push(images);
+        }
+        self.class_of.push(class);
+        let at = self.all_bytes.len();
+        self.all_bytes.extend_from_slice(&bytes);
+        Entry {
+            at,
+            len: bytes.len() as u32,
+            input_tokens: inputs.iter().map(|p| p.input_tokens).sum(),
+            output_tokens: if plan.endpoint.generates() {
+                p.max_tokens
+            } else {
+                0
+            },
+            salt: spot,
+            head_end: head_len - 2,
+            content_length: content_length_spot(&bytes, body.len()),
+            messages,
+            media,
+            images: (p.images.len() + p.media.iter().filter(|m| m.audio_ms.is_none()).count())
+                as u16,
+            audio_ms: p.media.iter().filter_map(|m| m.audio_ms).sum(),
+        }
+    }
+
+    /// Where each salted medium of `p` has its tail's base64 in the entry: its whole base64
+    /// found in `body` after the one before it (the media's parts are in their order, and
+    /// headers alike in two files make only a whole file tell them apart), kept in
+    /// `self.media`.
+    fn media_spots(&mut self, p: &Prompt, body: &[u8], head_len: u32) -> Span {
+        let first = self.media.len() as u32;
+        let mut from = 0;
+        for m in &p.media {
+            let b64 = m.b64().as_bytes();
+            let at = from
+                + memchr::memmem::find(&body[from..], b64)
+                    .expect("a medium's base64 is in its request's body as it is");
+            from = at + b64.len();
+            let Some(tail) = &m.tail else { continue };
+            self.media.push(MediaSpot {
+                at: head_len + (at + tail.b64_at()) as u32,
+                tail: tail.clone(),
+            });
+        }
+        Span {
+            at: first,
+            len: self.media.len() as u32 - first,
+        }
+    }
+
+    /// The images `p` sends: how many are salted (new pixels per request), and the numbers
+    /// of the others.
+    fn images_of(&mut self, p: &Prompt) -> ClassImages {
+        let synthetic = p.media.iter().filter(|m| m.audio_ms.is_none());
+        let salted = synthetic.clone().filter(|m| m.tail.is_some()).count() as u32;
+        let addresses = (p
+            .images
+            .iter()
+            .map(|u| Arc::as_ptr(u) as *const u8 as usize))
+        .chain(
+            synthetic
+                .filter(|m| m.tail.is_none())
+                .map(|m| Arc::as_ptr(m) as usize),
+        );
+        let mut ids = vec![];
+        for a in addresses {
+            let next = self.image_ids.len() as u32;
+            ids.push(*self.image_ids.entry(a).or_insert(next));
+        }
+        ClassImages {
+            salted,
+            unsalted: ids.into(),
+        }
+    }
+}
+
+/// The images a class of entries sends: salted ones (new pixels every request) and the
+/// numbers of the others (the same bytes every time).
+#[derive(Clone, Debug, Default)]
+struct ClassImages {
+    salted: u32,
+    unsalted: Box<[u32]>,
+}
+
+/// A salted medium's place in an entry: where its tail's base64 is, and the tail.
+#[derive(Clone, Debug)]
+struct MediaSpot {
+    at: u32,
+    tail: MediaTail,
+}
+
 /// Counts the requests sent per class of identical entries; the distinct prompts among them
 /// are, per class, the fewer of its sends and its distinct salts. Exact when the ids sent to
 /// a class are consecutive in it (a run sends ids 0, 1, 2 …, so they are, unless it was cut
@@ -428,6 +558,7 @@ pub struct PromptTally {
     conversations: Option<Conversations>,
     class_of: Arc<[u32]>,
     class_values: Arc<[u64]>,
+    class_images: Arc<[ClassImages]>,
     sends: Vec<u64>,
 }
 
@@ -450,6 +581,21 @@ impl PromptTally {
             .zip(self.class_values.iter())
             .map(|(&n, &values)| n.min(values))
             .sum()
+    }
+
+    /// Images the requests sent carried, and how many of them were distinct: a salted one
+    /// is new every request; an unsalted one counts once however often it was sent.
+    pub fn images(&self) -> (u64, u64) {
+        let (mut sent, mut salted) = (0, 0);
+        let mut seen = std::collections::HashSet::new();
+        for (&n, c) in self.sends.iter().zip(self.class_images.iter()) {
+            sent += n * (u64::from(c.salted) + c.unsalted.len() as u64);
+            salted += n * u64::from(c.salted);
+            if n > 0 {
+                seen.extend(c.unsalted.iter().copied());
+            }
+        }
+        (sent, salted + seen.len() as u64)
     }
 }
 
@@ -523,13 +669,7 @@ fn messages_span(plan: &Plan, p: &Prompt, body: &[u8]) -> Option<Span> {
     if plan.endpoint != Endpoint::Chat {
         return None;
     }
-    let array = match &p.messages {
-        Some(m) => serde_json::to_vec(m).ok()?,
-        None => {
-            serde_json::to_vec(&serde_json::json!([{ "role": "user", "content": user_content(p) }]))
-                .ok()?
-        }
-    };
+    let array = serde_json::to_vec(&chat_messages(p)).ok()?;
     let key = b"\"messages\":";
     let at = body
         .windows(key.len() + array.len())
@@ -596,7 +736,7 @@ pub fn prompts_per_request(plan: &Plan) -> usize {
 /// score's query), the rest a pooling request's other inputs (documents). The request options
 /// come last, `--extra-body` after everything, so its keys win.
 pub fn request_body(plan: &Plan, model: &str, inputs: &[Prompt]) -> Vec<u8> {
-    use serde_json::{json, Value};
+    use serde_json::Value;
     let prompt = &inputs[0];
     let texts = |from: usize| -> Vec<Value> {
         inputs[from..]
@@ -608,39 +748,34 @@ pub fn request_body(plan: &Plan, model: &str, inputs: &[Prompt]) -> Vec<u8> {
     if plan.endpoint != Endpoint::TeiRerank {
         body.insert("model".into(), model.into());
     }
-    let messages = || match &prompt.messages {
-        Some(m) => m.clone(),
-        None => json!([{ "role": "user", "content": prompt.text }]),
-    };
-    // A dataset's images go as OpenAI's content parts: chat only so far (Responses'
-    // `input_image` and Anthropic's `image` blocks are not sent yet).
+    // Images and audio go as content parts in each API's own shape (`user_content`).
     match plan.endpoint {
         Endpoint::Chat => {
-            let m = match &prompt.messages {
-                Some(m) => m.clone(),
-                None => json!([{ "role": "user", "content": user_content(prompt) }]),
-            };
-            body.insert("messages".into(), m);
+            body.insert("messages".into(), chat_messages(prompt));
         }
         Endpoint::Completions => {
             body.insert("prompt".into(), prompt.text.as_str().into());
         }
         Endpoint::Responses => {
-            let (system, rest) = split_system(messages());
+            let (system, mut rest) = split_system(messages_of(prompt, Api::Responses));
             if let Some(system) = system {
                 body.insert("instructions".into(), system.into());
             }
-            let input = match prompt.messages {
-                None => prompt.text.as_str().into(),
-                Some(_) => Value::Array(rest.iter().map(responses_item).collect()),
+            let input = match (&prompt.messages, has_parts(prompt)) {
+                (None, false) => prompt.text.as_str().into(),
+                _ => {
+                    attach_parts(&mut rest, prompt, Api::Responses);
+                    Value::Array(rest.iter().map(responses_item).collect())
+                }
             };
             body.insert("input".into(), input);
         }
         Endpoint::Messages => {
-            let (system, rest) = split_system(messages());
+            let (system, mut rest) = split_system(messages_of(prompt, Api::Messages));
             if let Some(system) = system {
                 body.insert("system".into(), system.into());
             }
+            attach_parts(&mut rest, prompt, Api::Messages);
             body.insert("messages".into(), Value::Array(rest));
         }
         Endpoint::Embeddings => {
@@ -790,20 +925,120 @@ fn insert_tools(plan: &Plan, body: &mut serde_json::Map<String, serde_json::Valu
     }
 }
 
-/// A chat prompt's user message `content`: its text, or with images OpenAI's content parts,
-/// the text then each image as an `image_url` part.
-fn user_content(prompt: &Prompt) -> serde_json::Value {
-    if prompt.images.is_empty() {
+/// The API whose content parts a request's images and audio take the shape of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    /// OpenAI chat: `text`, `image_url` (a URL), `input_audio` (base64 WAV).
+    Chat,
+    /// OpenAI Responses: `input_text`, `input_image` (a URL).
+    Responses,
+    /// Anthropic Messages: `text`, `image` (a base64 source, or a URL source).
+    Messages,
+}
+
+/// Whether a prompt sends images or audio beside its text.
+fn has_parts(prompt: &Prompt) -> bool {
+    !(prompt.images.is_empty() && prompt.media.is_empty())
+}
+
+/// A chat request's `messages`: the dataset's messages as given, or the prompt as one user
+/// message; its images and audio as parts of the last user message.
+fn chat_messages(prompt: &Prompt) -> serde_json::Value {
+    let mut m = messages_of(prompt, Api::Chat);
+    if let (Some(_), serde_json::Value::Array(items)) = (&prompt.messages, &mut m) {
+        attach_parts(items, prompt, Api::Chat);
+    }
+    m
+}
+
+/// The prompt's messages: the dataset's as given, or one user message of `user_content`.
+fn messages_of(prompt: &Prompt, api: Api) -> serde_json::Value {
+    match &prompt.messages {
+        Some(m) => m.clone(),
+        None => serde_json::json!([{ "role": "user", "content": user_content(prompt, api) }]),
+    }
+}
+
+/// A dataset's messages given as they are: the prompt's images and audio appended to the
+/// last user message's content (made parts when it is a string). Parts already there
+/// (`user_content`'s) are left as they are.
+fn attach_parts(items: &mut [serde_json::Value], prompt: &Prompt, api: Api) {
+    if prompt.messages.is_none() || !has_parts(prompt) {
+        return;
+    }
+    let last_user = items
+        .iter_mut()
+        .rev()
+        .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"));
+    let Some(content) = last_user.and_then(|m| m.get_mut("content")) else {
+        return;
+    };
+    if let serde_json::Value::String(text) = content {
+        *content = vec![text_part(text, api)].into();
+    }
+    if let serde_json::Value::Array(parts) = content {
+        parts.extend(media_parts(prompt, api));
+    }
+}
+
+/// A prompt's user message `content`: its text, or with images or audio content parts in
+/// `api`'s shape, the text then each image (a dataset's, then synthetic ones) and clip.
+fn user_content(prompt: &Prompt, api: Api) -> serde_json::Value {
+    if !has_parts(prompt) {
         return prompt.text.as_str().into();
     }
-    let mut parts = vec![serde_json::json!({ "type": "text", "text": prompt.text })];
-    parts.extend(
-        prompt
-            .images
-            .iter()
-            .map(|url| serde_json::json!({ "type": "image_url", "image_url": { "url": &**url } })),
-    );
+    let mut parts = vec![text_part(&prompt.text, api)];
+    parts.extend(media_parts(prompt, api));
     parts.into()
+}
+
+/// A text part in `api`'s shape.
+fn text_part(text: &str, api: Api) -> serde_json::Value {
+    let kind = match api {
+        Api::Responses => "input_text",
+        _ => "text",
+    };
+    serde_json::json!({ "type": kind, "text": text })
+}
+
+/// A prompt's images (a dataset's, then synthetic ones) and audio clips as parts.
+fn media_parts(prompt: &Prompt, api: Api) -> impl Iterator<Item = serde_json::Value> + '_ {
+    let dataset = prompt.images.iter().map(move |url| image_part(url, api));
+    dataset.chain(prompt.media.iter().map(move |m| medium_part(m, api)))
+}
+
+/// A synthetic image or clip as a part: a clip as chat's `input_audio` (base64 WAV).
+fn medium_part(m: &Media, api: Api) -> serde_json::Value {
+    match m.audio_ms {
+        Some(_) => serde_json::json!({
+            "type": "input_audio",
+            "input_audio": { "data": m.b64(), "format": "wav" },
+        }),
+        None if api == Api::Messages => serde_json::json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": m.mime(), "data": m.b64() },
+        }),
+        None => image_part(&m.url, api),
+    }
+}
+
+/// An image (a `data:` or `http(s)` URL) as `api` takes it.
+fn image_part(url: &str, api: Api) -> serde_json::Value {
+    use serde_json::json;
+    match api {
+        Api::Chat => json!({ "type": "image_url", "image_url": { "url": url } }),
+        Api::Responses => json!({ "type": "input_image", "image_url": url }),
+        Api::Messages => match url
+            .strip_prefix("data:")
+            .and_then(|u| u.split_once(";base64,"))
+        {
+            Some((mime, data)) => json!({
+                "type": "image",
+                "source": { "type": "base64", "media_type": mime, "data": data },
+            }),
+            None => json!({ "type": "image", "source": { "type": "url", "url": url } }),
+        },
+    }
 }
 
 /// What a request to `route` on a server starts with: its request line (under the server's
@@ -973,6 +1208,91 @@ mod tests {
         );
     }
 
+    /// A request's synthetic media, in its API's shape, as `write` sends them: every one's
+    /// file salted per request (distinct bytes), the same bytes again without the salt.
+    #[test]
+    fn a_requests_media_are_its_own_in_its_apis_shape() {
+        use crate::plan::workload::{ImageFormat, ImageSize, LengthDist};
+        use base64::Engine;
+        let files = |e: Endpoint, salt: bool| {
+            let mut plan = plan_for(e);
+            let m = &mut plan.workload.media;
+            m.image_count = Some(LengthDist::Fixed { tokens: 2 });
+            m.image_size = ImageSize::parse("--image-size", "20x10").unwrap();
+            m.image_format = ImageFormat::Random;
+            m.salt = salt;
+            if e == Endpoint::Chat {
+                m.audio_ms = Some(LengthDist::Fixed { tokens: 100 });
+            }
+            plan.stop.request_count = Some(4);
+            let cat = Catalog::build(&plan, &prepare(&plan).unwrap(), "h:1", "m");
+            assert_eq!(cat.len(), 4);
+            assert_eq!(cat.get(0).images, 2);
+            let mut out = vec![];
+            let mut tally = cat.prompt_tally();
+            let all: Vec<Vec<Vec<u8>>> = (0..12)
+                .map(|id| {
+                    cat.write(id, 0, &mut out);
+                    tally.sent(id);
+                    let body = head_and_body(&out).2;
+                    let parts = match e {
+                        Endpoint::Responses => body["input"][0]["content"].clone(),
+                        _ => body["messages"][0]["content"].clone(),
+                    };
+                    let parts = parts.as_array().unwrap().clone();
+                    assert_eq!(parts.len(), if e == Endpoint::Chat { 4 } else { 3 });
+                    parts[1..]
+                        .iter()
+                        .map(|p| {
+                            let b64 = match (e, p["type"].as_str().unwrap()) {
+                                (_, "input_audio") => p["input_audio"]["data"].as_str(),
+                                (Endpoint::Chat, t) => {
+                                    assert_eq!(t, "image_url");
+                                    p["image_url"]["url"].as_str().map(|u| &u[22..])
+                                }
+                                (Endpoint::Responses, t) => {
+                                    assert_eq!(t, "input_image");
+                                    p["image_url"].as_str().map(|u| &u[22..])
+                                }
+                                (_, t) => {
+                                    assert_eq!(t, "image");
+                                    p["source"]["data"].as_str()
+                                }
+                            };
+                            let engine = base64::engine::general_purpose::STANDARD;
+                            engine.decode(b64_of(b64)).unwrap()
+                        })
+                        .collect()
+                })
+                .collect();
+            (all, tally.images())
+        };
+        fn b64_of(s: Option<&str>) -> &str {
+            s.unwrap().trim_start_matches(',')
+        }
+        for e in [Endpoint::Chat, Endpoint::Responses, Endpoint::Messages] {
+            let (salted, images) = files(e, true);
+            let distinct: std::collections::HashSet<_> = salted.iter().flatten().collect();
+            let per = salted[0].len();
+            assert_eq!(distinct.len(), 12 * per, "{e:?}: every file its own");
+            assert_eq!(images, (24, 24), "{e:?}");
+            let (plain, images) = files(e, false);
+            for id in 0..8 {
+                assert_eq!(
+                    plain[id],
+                    plain[id + 4],
+                    "{e:?} {id}: the catalog's bytes again"
+                );
+            }
+            assert_ne!(plain[0], plain[1]);
+            assert_eq!(
+                images,
+                (24, 8),
+                "{e:?}: 4 entries of 2 images, sent 3 times each"
+            );
+        }
+    }
+
     #[test]
     fn tools_and_tool_choice_go_in_each_apis_shape() {
         use crate::plan::{Tool, ToolChoice};
@@ -1027,6 +1347,7 @@ mod tests {
             ])),
             salt: None,
             images: Default::default(),
+            media: vec![],
         };
         let body = |e: Endpoint, p: &Prompt| {
             let b = request_body(&plan_for(e), "m", std::slice::from_ref(p));

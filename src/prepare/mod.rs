@@ -19,6 +19,7 @@ pub mod hf;
 pub mod image;
 #[cfg(test)]
 mod length_tests;
+pub mod media;
 pub mod salt;
 #[cfg(test)]
 mod salt_tests;
@@ -39,6 +40,7 @@ use crate::summary::workload::{PrefixStats, SaltStats, WorkloadStats};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
+use std::sync::Arc;
 
 /// Distinct prompts kept; requests cycle through them. Bounded so memory does not grow with
 /// the request count, and large enough that a prefix cache cannot hold them all as one.
@@ -76,9 +78,12 @@ pub struct Prompt {
     pub messages: Option<serde_json::Value>,
     /// Where its salt is (the words of salt value 0 until a worker writes the request's).
     pub salt: Option<SaltAt>,
-    /// Images sent with it as `image_url` content parts after its text (chat only); they
+    /// Images sent with it as content parts after its text (chat, Responses, Messages); they
     /// count toward nothing in `input_tokens`.
     pub images: Vec<image::ImageUrl>,
+    /// Synthetic images and audio clips sent after those (`media`), each shared by its
+    /// entry's requests and salted per request.
+    pub media: Vec<Arc<media::Media>>,
 }
 
 /// A tokenizer or a dataset that cannot be used as given (bad input: exit code 2); the
@@ -94,11 +99,27 @@ pub enum WorkloadError {
     /// `--dataset-name hf`: not in the cache, no such split or column, a bad image.
     #[error(transparent)]
     Hf(#[from] hf::HfError),
+    /// `--image-*`, `--audio-*`: media that cannot be made or sent as asked.
+    #[error("{0}")]
+    Media(String),
 }
 
 /// Said after the input method when prompts carry images.
 pub const IMAGES_NOT_COUNTED: &str =
     "; images are sent as image_url parts and counted in no input length";
+/// Said after the input method when prompts carry synthetic images or audio.
+pub const MEDIA_NOT_COUNTED: &str =
+    "; synthetic images and audio are sent as content parts and counted in no input length";
+
+/// Bytes of synthetic media (their base64) the catalog keeps at most: past it, fewer distinct
+/// prompts are kept and requests cycle through them, each request's media made its own by
+/// the media salt. Every entry's bytes hold their media once (and each worker's copy of the
+/// arena, while it is at most `catalog::OWN_COPY_MAX_BYTES`).
+pub const MEDIA_CAP_BYTES: usize = 256 << 20;
+
+/// Seeds the media's random stream (apart from the prompts', so adding images leaves the
+/// text as it was).
+const MEDIA_SEED: u64 = 0x3ed1a;
 
 /// Everything the catalog needs, built before the run.
 #[derive(Debug)]
@@ -246,8 +267,12 @@ pub fn prepare(plan: &Plan) -> Result<Prepared, WorkloadError> {
     if let (Some(t), Some(pool)) = (&tok, &salt) {
         salt_keeps_lengths(t, pool, &prompts)?;
     }
+    let media = add_media(plan, &mut prompts, conversations.is_some())?;
     let mut stats = stats_of(plan, tok.as_ref(), &prompts, salt.as_ref());
     add_source(&mut stats, read, conversations.as_deref(), prompts.len());
+    if let Some(media) = media {
+        stats.source = format!("{}; {media}", stats.source);
+    }
     Ok(Prepared {
         prompts,
         stats,
@@ -271,23 +296,96 @@ fn add_source(stats: &mut WorkloadStats, read: Option<String>, turns: Option<&[u
     }
 }
 
-/// Prompts with images go to the chat endpoint only: the completions endpoint takes text.
+/// Prompts with images go to chat, Responses or Messages: the others take text.
 fn images_need_chat(plan: &Plan) -> Result<(), WorkloadError> {
+    use crate::plan::Endpoint;
     let d = plan
         .workload
         .dataset
         .as_ref()
         .expect("images come from a dataset");
     match plan.endpoint {
-        crate::plan::Endpoint::Chat => Ok(()),
-        _ => Err(WorkloadError::Dataset(DatasetError {
+        Endpoint::Chat | Endpoint::Responses | Endpoint::Messages => Ok(()),
+        e => Err(WorkloadError::Dataset(DatasetError {
             path: d.path.clone(),
             line: None,
-            why: "its prompts carry images, which only the chat endpoint sends: give \
-                  --endpoint chat (vLLM's --backend openai-chat)"
-                .into(),
+            why: format!(
+                "its prompts carry images, which --endpoint {} does not take: give --endpoint \
+                 chat (vLLM's --backend openai-chat), responses or messages",
+                e.name()
+            ),
         })),
     }
+}
+
+/// Synthetic images and audio for each prompt (`plan.workload.media`), drawn from their own
+/// random stream; past `MEDIA_CAP_BYTES` the prompts left are dropped (the catalog keeps
+/// fewer). Says what was made, or `None` when nothing was asked.
+fn add_media(
+    plan: &Plan,
+    prompts: &mut Vec<Prompt>,
+    conversations: bool,
+) -> Result<Option<String>, WorkloadError> {
+    use crate::plan::workload::ImageFormat;
+    let m = &plan.workload.media;
+    if !m.images() && !m.audio() {
+        return Ok(None);
+    }
+    if conversations {
+        return Err(WorkloadError::Media(
+            "--image-count and --audio-seconds go with synthetic prompts or single-prompt \
+             datasets, not with --turns over a dataset's conversations"
+                .into(),
+        ));
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(splitmix64(plan.seed ^ MEDIA_SEED));
+    let (mut bytes, mut kept) = (0usize, prompts.len());
+    for (i, p) in prompts.iter_mut().enumerate() {
+        if bytes >= MEDIA_CAP_BYTES {
+            kept = i;
+            break;
+        }
+        for _ in 0..m.image_count.as_ref().map_or(0, |c| c.sample(&mut rng)) {
+            let (w, h) = m.image_size.sample(&mut rng);
+            let jpeg = match m.image_format {
+                ImageFormat::Png => false,
+                ImageFormat::Jpeg => true,
+                ImageFormat::Random => rng.random(),
+            };
+            let image = media::image(w, h, jpeg, m.salt, &mut rng).map_err(WorkloadError::Media)?;
+            bytes += image.url.len();
+            p.media.push(Arc::new(image));
+        }
+        for _ in 0..m.audio_ms.as_ref().map_or(0, |_| m.audio_count) {
+            let ms = m.audio_ms.as_ref().map_or(1, |d| d.sample(&mut rng));
+            let rates = &m.audio_sample_rates_hz;
+            let rate = rates[rng.random_range(0..rates.len())];
+            let clip = media::audio(ms, rate, m.salt, &mut rng);
+            bytes += clip.url.len();
+            p.media.push(Arc::new(clip));
+        }
+    }
+    prompts.truncate(kept);
+    Ok(Some(describe_media(m, kept, bytes)))
+}
+
+/// What `add_media` made, for the source's description.
+fn describe_media(m: &crate::plan::workload::MediaSpec, kept: usize, bytes: usize) -> String {
+    let salt = match m.salt {
+        true => "salted per request",
+        false => "unsalted (--no-media-salt)",
+    };
+    let capped = match bytes >= MEDIA_CAP_BYTES {
+        true => format!(
+            ", {kept} distinct prompts kept (synthetic media capped at {} MiB)",
+            MEDIA_CAP_BYTES >> 20
+        ),
+        false => String::new(),
+    };
+    format!(
+        "synthetic media {salt}, {:.1} MiB in {kept} prompts{capped}",
+        bytes as f64 / f64::from(1 << 20)
+    )
 }
 
 /// A trace's prompts: what lines share is exactly what their `hash_ids` say. The nonce
@@ -535,6 +633,7 @@ impl Texts<'_> {
             messages,
             salt,
             images: item.map_or(vec![], |i| i.images.clone()),
+            media: vec![],
         })
     }
 }
@@ -562,6 +661,7 @@ fn trace_prompts(texts: &Texts, seed: u64, t: &TraceLoad) -> Result<Vec<Prompt>,
                 messages: None,
                 salt: None,
                 images: vec![],
+                media: vec![],
             })
         })
         .collect()
@@ -586,6 +686,10 @@ fn stats_of(
     };
     let input_method = match prompts.iter().any(|p| !p.images.is_empty()) {
         true => input_method + IMAGES_NOT_COUNTED,
+        false => input_method,
+    };
+    let input_method = match prompts.iter().any(|p| !p.media.is_empty()) {
+        true => input_method + MEDIA_NOT_COUNTED,
         false => input_method,
     };
     WorkloadStats {
@@ -687,5 +791,9 @@ impl WorkloadTally {
             .then(|| self.cached_tokens as f64 / self.input_tokens as f64);
         stats.prompts_sent = Some(self.prompts.total());
         stats.distinct_prompts_sent = Some(self.prompts.distinct());
+        let (images, distinct) = self.prompts.images();
+        if images > 0 {
+            (stats.images_sent, stats.distinct_images_sent) = (Some(images), Some(distinct));
+        }
     }
 }

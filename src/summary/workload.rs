@@ -101,6 +101,13 @@ pub struct WorkloadStats {
     /// Distinct prompts among them (bytes as sent): filled after the run.
     #[serde(default)]
     pub distinct_prompts_sent: Option<u64>,
+    /// Images those requests carried (a dataset's and synthetic ones); `null` when they
+    /// carried none: filled after the run.
+    #[serde(default)]
+    pub images_sent: Option<u64>,
+    /// Distinct images among them (a salted one is new every request): filled after the run.
+    #[serde(default)]
+    pub distinct_images_sent: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
     /// divided by their input tokens: the share of prompt tokens the server said it served
     /// from its prefix cache. `None` when the server reported none.

@@ -459,15 +459,13 @@ pub(super) struct Payload {
 
 impl Payload {
     /// What `entry` carries as the catalog wrote it, with `more_body` bytes added to its
-    /// body (a conversation turn's history). Images and audio: the catalog does not count
-    /// them yet (0 here); `Entry::images` / `Entry::audio_ms` go in these two fields once it
-    /// does.
+    /// body (a conversation turn's history), and the images and audio the catalog put in it.
     pub(super) fn of(entry: &Entry, more_body: usize) -> Payload {
         Payload {
             input_tokens: entry.input_tokens,
             body_bytes: (body_len(entry) + more_body) as u64,
-            images: 0,
-            audio_ms: 0,
+            images: entry.images.into(),
+            audio_ms: entry.audio_ms,
         }
     }
 }

@@ -32,6 +32,7 @@ mod interrupt;
 mod k8s;
 mod layout;
 mod multimodal;
+mod media;
 mod osl;
 mod outputs;
 mod parser_apis;
