@@ -990,9 +990,17 @@ fn mm_buckets(dict: &str) -> Result<String, UsageError> {
 /// `--audio-length-mean` is above 0, WAV only.
 fn aiperf_media(o: &mut RunArgs) -> Result<(), UsageError> {
     let ai = o.aiperf.clone();
+    // A normal spread is capped at what ringbench makes (8,192 px sides, 600 s clips).
     let spread = |mean: f64, sd: Option<f64>, flag: &str| match sd {
         Some(sd) if !(sd.is_finite() && sd >= 0.0) => usage(format!("{flag} {sd}: must be ≥ 0")),
-        Some(sd) if sd > 0.0 => Ok(format!("normal:{mean}:{sd}")),
+        Some(sd) if sd > 0.0 => {
+            let max = if flag.starts_with("--audio") {
+                600
+            } else {
+                8192
+            };
+            Ok(format!("normal:{mean}:{sd}:{max}"))
+        }
         _ => Ok(format!("{mean}")),
     };
     match (

@@ -24,7 +24,7 @@ pub struct MediaFlags {
     /// or image blocks (messages).
     #[arg(long, value_name = "SPEC", help_heading = h::WORKLOAD)]
     pub image_count: Option<String>,
-    /// Image sizes, like 1024x1024:3,512x512:1 (WxH:WEIGHT) [default: 512x512]
+    /// Image sizes, like 1024x1024:3,512x512:1 [default: 512x512]
     #[arg(long, value_name = "LIST", conflicts_with_all = ["image_width", "image_height"], help_heading = h::WORKLOAD)]
     pub image_size: Option<String>,
     /// Image widths, px, as --input-dist (with --image-height)

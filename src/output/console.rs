@@ -1001,12 +1001,12 @@ pub fn demo_outro() -> &'static str {
 /// invalid demo or self-check, why it still ends 0. Empty for a measurement.
 pub fn closing(s: &Summary, demo: bool, not_measured: bool) -> String {
     let mut out = String::new();
-    if demo {
-        out += demo_outro();
-        out.push('\n');
-    }
     if not_measured && s.exit(false) == crate::summary::Exit::Invalid {
         out += &not_a_measurement(demo);
+        out.push('\n');
+    }
+    if demo {
+        out += demo_outro();
         out.push('\n');
     }
     out

@@ -154,8 +154,8 @@ pub fn run_with(
     }
     // Held until the run returns; the kernel releases them on any other exit.
     let _locks = locks(plan, &eps, &started_at)?;
-    let plan = &with_model(plan, endpoint::model(&eps, plan)?);
-    let catalog = catalog(plan, &mut prepared, &eps);
+    let model = endpoint::model(&eps, plan)?;
+    let catalog = catalog(plan, &mut prepared, &eps, &model);
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let clock = run_clock(plan);
@@ -239,11 +239,12 @@ fn locks(
 }
 
 /// The requests' bytes, made once for every worker. The prompts are dropped as they become
-/// bytes: a trace's may take a gigabyte. The model is the plan's (`with_model`).
+/// bytes: a trace's may take a gigabyte.
 fn catalog(
     plan: &Plan,
     prepared: &mut crate::prepare::Prepared,
     eps: &endpoint::Endpoints,
+    model: &str,
 ) -> Catalog {
     let prompts = std::mem::take(&mut prepared.prompts);
     Catalog::from_prompts(
@@ -255,7 +256,7 @@ fn catalog(
             .iter()
             .map(|ep| ep.request_head(plan.endpoint))
             .collect(),
-        plan.model.as_deref().unwrap_or_default(),
+        model,
     )
     .with_conversations(plan, prepared.conversations.as_deref())
 }
@@ -364,14 +365,6 @@ fn with_nonce(plan: &Plan) -> Plan {
     if w.prompt_salt && w.prompt_nonce.is_none() {
         w.prompt_nonce = Some(rand::random());
     }
-    plan
-}
-
-/// The plan as run names its model: the one `GET /v1/models` gave when none was asked for,
-/// so that `summary.json`'s `config` (and `report.html`, and a rerun) say which it was.
-fn with_model(plan: &Plan, model: String) -> Plan {
-    let mut plan = plan.clone();
-    plan.model.get_or_insert(model);
     plan
 }
 

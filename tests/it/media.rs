@@ -50,7 +50,7 @@ fn a_thousand_requests_with_two_1024px_pngs_each_complete() {
     let _sim = KillOnDrop(sim);
     let dir = made_dir("media-1000");
     let url = format!("http://{addr}");
-    let out = output(ringbench([
+    let out = output(&mut ringbench([
         "run",
         "--url",
         url.as_str(),
@@ -97,7 +97,7 @@ fn a_thousand_requests_with_two_1024px_pngs_each_complete() {
 fn bodies(args: &[&str]) -> Vec<(u64, Value)> {
     let (addr, seen) = recording_server();
     let url = format!("http://{addr}");
-    let mut line = vec!["run", "--url", url.as_str(), "--quiet"];
+    let mut line = vec!["run", "--url", url.as_str(), "--model", "m", "--quiet"];
     line.extend_from_slice(args);
     let out = output(&mut ringbench(line));
     assert!(out.status.code().is_some(), "{}", out.stderr);
@@ -140,12 +140,7 @@ fn chat_images_decode_and_differ_per_request_unless_unsalted() {
     assert_eq!(all.len(), 12);
     // Unsalted, 6 requests over a catalog of 3 prompts: request i + 3 sends request i's bytes.
     let mut line = args.to_vec();
-    line.extend([
-        "--no-media-salt",
-        "--no-prompt-salt",
-        "--request-count",
-        "3",
-    ]);
+    line.extend(["--no-media-salt", "--no-prompt-salt"]);
     line.extend(["--warmup-requests", "3"]);
     let plain = bodies(&line);
     assert_eq!(plain.len(), 6);

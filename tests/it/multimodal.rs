@@ -84,9 +84,11 @@ fn identical_images_hit_the_mm_cache_and_distinct_ones_never_do() {
         for r in &records {
             let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
             // The image's base64 alone is over 4/3 of its PNG's bytes.
-            assert!(n("body_bytes") > 16 * 12 * 3 * 4 / 3, "{r}");
+            assert!(n("body_bytes") > png(16, 12, 0).len() as u64 * 4 / 3, "{r}");
             body_total += n("body_bytes");
-            assert!(n("sent_ns") <= n("uploaded_ns") && n("uploaded_ns") <= n("done_ns"));
+            // The last write completes after the send; its stamp (the pass's) may come after the
+            // kernel's stamp of a fast answer, so it is not bounded by done_ns.
+            assert!(n("sent_ns") <= n("uploaded_ns"), "{r}");
             // The prompt: a few words and one image's tokens.
             let usage = n("usage_prompt_tokens");
             assert!((1_000..1_100).contains(&usage), "usage {usage}: {r}");

@@ -313,6 +313,8 @@ mod cutting {
             Ev::Content(s) | Ev::Text(s) => EventInfo {
                 content_bytes: len(s),
                 visible: s.chars().any(|c| !c.is_whitespace()),
+                // `"content": ""` without a role: a token whose text is not decodable yet.
+                empty_text: s.is_empty(),
                 ..EventInfo::default()
             },
             Ev::Reasoning(s) => EventInfo {

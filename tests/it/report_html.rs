@@ -126,6 +126,7 @@ fn a_runs_report_says_what_ran_and_draws_every_chart_in_chromium() {
     plan.stop.duration_ns = Some(2_500_000_000);
     plan.load = Load::Closed { concurrency: 2 };
     plan.seed = 4242;
+    plan.model = Some("report-model".into());
     plan.goodput = vec![Slo {
         metric: SloMetric::Ttft,
         max_ms: 500.0,
@@ -153,10 +154,8 @@ fn a_runs_report_says_what_ran_and_draws_every_chart_in_chromium() {
     ] {
         assert!(html.contains(want), "no '{want}' in report.html");
     }
-    let said = match summary.verdict.exit_code {
-        0 => "ok (exit 0)".to_string(),
-        c => format!("FAILED (exit {c})"),
-    };
+    let said =
+        ringbench::output::console::verdict_words(summary.exit(false), !summary.overhead.valid);
     assert!(html.contains(&said), "the verdict as the console says it");
     if let Some(bin) = chromium_or_skip("a_runs_report_draws_every_chart_in_chromium") {
         // CDFs of TTFT and ITL, rate, latency and tokens over time, the TTFT scatter.

@@ -56,7 +56,12 @@ fn no_output_holds_the_key_or_a_secret_header() {
     let _g = lock();
     let dir = out_dir("run");
     for env_key in [false, true] {
-        let console = ringbench(&["run", "--request-count", "20"], env_key, &dir);
+        // The second run writes over the first's files (`--out` refuses them otherwise).
+        let console = ringbench(
+            &["run", "--request-count", "20", "--overwrite"],
+            env_key,
+            &dir,
+        );
         assert!(console.contains("Successful requests"), "{console}");
         let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
         assert!(summary.contains("visible-team"), "plain headers are kept");
