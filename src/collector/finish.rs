@@ -400,7 +400,7 @@ fn overhead(
     let workers: Vec<WorkerOverhead> = ws.iter().map(worker_overhead).collect();
     warn_queues(&workers, warnings);
     let mut invalid_reasons = judge_overhead(plan, achieved, sched_lag_ms.p99, ws);
-    judge_host(ws, &mut invalid_reasons);
+    judge_host(&workers, &mut invalid_reasons);
     if let Some(net) = &facts.kernel_net {
         judge_kernel_net(net, &mut invalid_reasons, warnings);
     }
@@ -408,6 +408,11 @@ fn overhead(
         judge_shards(merge, &mut invalid_reasons);
     }
     let (kernel_rx_delay_ms, kernel_rx_delay_null_reason) = kernel_rx(plan, ws, warnings);
+    let invalid_cause = invalid_cause(&invalid_reasons, &workers);
+    let host_wait_percent_max = workers
+        .iter()
+        .filter_map(|w| w.host_wait_percent)
+        .reduce(f64::max);
     Overhead {
         delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
             .then(|| m.dists.delivery_delay.stats_ms(&plan.percentiles)),
@@ -427,8 +432,8 @@ fn overhead(
         workers,
         sim: facts.sim.clone(),
         valid: invalid_reasons.is_empty(),
-        invalid_cause: invalid_cause(&invalid_reasons, ws),
-        host_wait_percent_max: ws.iter().filter_map(host_wait_percent).reduce(f64::max),
+        invalid_cause,
+        host_wait_percent_max,
         invalid_reasons,
         kernel_rx_delay_ms,
         kernel_rx_delay_null_reason,
@@ -533,17 +538,17 @@ fn host_wait_percent(w: &WorkerStats) -> Option<f64> {
 /// Who made an invalid run invalid: a saturated worker is the client's doing (it had its CPU
 /// and used all of it); else a worker held back from its CPU long enough is the host's; else
 /// unattributed. `None` when the run is valid.
-fn invalid_cause(reasons: &[String], workers: &[WorkerStats]) -> Option<InvalidCause> {
+fn invalid_cause(reasons: &[String], workers: &[WorkerOverhead]) -> Option<InvalidCause> {
     if reasons.is_empty() {
         return None;
     }
     let saturated = workers
         .iter()
-        .filter_map(busy_percent)
+        .filter_map(|w| w.busy_percent)
         .any(|p| p > SATURATED_CPU_FRACTION * 100.0);
     let held = workers
         .iter()
-        .filter_map(host_wait_percent)
+        .filter_map(|w| w.host_wait_percent)
         .any(|p| p >= InvalidCause::HOST_WAIT_PERCENT);
     Some(if saturated {
         InvalidCause::ClientSaturation
@@ -556,12 +561,14 @@ fn invalid_cause(reasons: &[String], workers: &[WorkerStats]) -> Option<InvalidC
 
 /// The host's share of each held-back worker's wall time, as an invalid reason that says what
 /// to do: only when the run broke a bound already (a wait alone does not make a run invalid).
-fn judge_host(workers: &[WorkerStats], reasons: &mut Vec<String>) {
+fn judge_host(workers: &[WorkerOverhead], reasons: &mut Vec<String>) {
     if reasons.is_empty() {
         return;
     }
     for w in workers {
-        let Some(pct) = host_wait_percent(w).filter(|&p| p >= InvalidCause::HOST_WAIT_PERCENT)
+        let Some(pct) = w
+            .host_wait_percent
+            .filter(|&p| p >= InvalidCause::HOST_WAIT_PERCENT)
         else {
             continue;
         };

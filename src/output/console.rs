@@ -297,10 +297,19 @@ fn pooling_block(s: &Summary, out: &mut impl Write) -> io::Result<bool> {
             num(t.server_input_tokens_per_s, 2)
         ),
     )?;
-    let b = &p.response_bytes;
-    row(
+    bytes_row(
         out,
         "Response bytes mean / median / P99:",
+        &p.response_bytes,
+    )
+}
+
+/// A byte-size distribution as mean / median / P99; whether a shown percentile is marked as
+/// from too few samples.
+fn bytes_row(out: &mut impl Write, label: &str, b: &Stats) -> io::Result<bool> {
+    row(
+        out,
+        label,
         format!(
             "{} / {} / {}",
             num(b.mean, 0),
@@ -318,16 +327,10 @@ fn upload_block(u: Option<&Upload>, out: &mut impl Write) -> io::Result<bool> {
         return Ok(false);
     };
     writeln!(out, "{}", rule("Upload", '-'))?;
-    let b = &u.body_bytes;
-    row(
+    let small = bytes_row(
         out,
         "Request body bytes mean / median / P99:",
-        format!(
-            "{} / {} / {}",
-            num(b.mean, 0),
-            marked_n(b, "p50", 0),
-            marked_n(b, "p99", 0)
-        ),
+        &u.body_bytes,
     )?;
     let media = u.images > 0 || u.audio_ms > 0;
     let (figures, values): (Vec<Figure>, Vec<FigureValue>) = Upload::FIGURES
@@ -336,7 +339,7 @@ fn upload_block(u: Option<&Upload>, out: &mut impl Write) -> io::Result<bool> {
         .filter(|(f, _)| media || f.key.starts_with("body_bytes"))
         .unzip();
     figure_rows(out, &figures, &values)?;
-    Ok(b.is_small("p50") || b.is_small("p99"))
+    Ok(small)
 }
 
 /// The tool calls the answers made (`--tools`, or any answer that called one).

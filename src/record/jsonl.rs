@@ -103,15 +103,8 @@ pub fn format_line(buf: &mut Vec<u8>, r: &Record) {
         None => push(buf, "null"),
     }
     key(buf, "server_request_id");
-    match r.server_request_id.is_empty() {
-        // Visible ASCII without `"` or `\` (`request_id::keep_echo`): nothing to escape.
-        false => {
-            buf.push(b'"');
-            buf.extend_from_slice(&r.server_request_id);
-            buf.push(b'"');
-        }
-        true => push(buf, "null"),
-    }
+    // Visible ASCII without `"` or `\` (`request_id::keep_echo`): nothing to escape.
+    push_plain_or_null(buf, &r.server_request_id);
     key_u64(buf, "worker", r.worker.into());
     key_u64(buf, "endpoint", r.endpoint.into());
     push(
@@ -197,15 +190,8 @@ fn failure(buf: &mut Vec<u8>, f: &super::Failure) {
         return;
     }
     push(buf, ",\"failure\":{\"content_type\":");
-    match f.content_type.is_empty() {
-        // Visible ASCII and spaces without `"` or `\` (`Failure::keep_content_type`).
-        false => {
-            buf.push(b'"');
-            buf.extend_from_slice(&f.content_type);
-            buf.push(b'"');
-        }
-        true => push(buf, "null"),
-    }
+    // Visible ASCII and spaces without `"` or `\` (`Failure::keep_content_type`).
+    push_plain_or_null(buf, &f.content_type);
     match f.body_text() {
         Some(text) => {
             push(buf, ",\"body\":");
@@ -217,6 +203,18 @@ fn failure(buf: &mut Vec<u8>, f: &super::Failure) {
             super::failure::push_hex(buf, &f.body);
             push(buf, "\"}");
         }
+    }
+}
+
+/// Bytes that need no escaping (the caller kept only visible ASCII without `"` or `\`) as a
+/// JSON string; `null` when there are none.
+fn push_plain_or_null(buf: &mut Vec<u8>, plain: &[u8]) {
+    if plain.is_empty() {
+        push(buf, "null");
+    } else {
+        buf.push(b'"');
+        buf.extend_from_slice(plain);
+        buf.push(b'"');
     }
 }
 
