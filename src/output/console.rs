@@ -6,6 +6,7 @@
 //! The console block follows `vllm bench serve`'s layout (`{:<40} {:<10}` rows, 50-column
 //! rules) so that readers coming from it find their figures where they expect them.
 
+use super::console_rows::{num, row, rule, WIDTH};
 use crate::collector::definitions::ToolFigures;
 use crate::collector::LiveCounts;
 use crate::plan::workload::TraceLoad;
@@ -23,7 +24,6 @@ use std::path::Path;
 
 /// The run's summary file, written in the `--out` folder.
 pub const SUMMARY_FILE: &str = "summary.json";
-const WIDTH: usize = 50;
 const SMALL_MARK: &str = " *";
 
 /// Writes the run's report block to `out`, in vLLM's layout: results, a block each for TTFT,
@@ -80,13 +80,6 @@ pub fn print_run_console(
     Ok(())
 }
 
-pub(super) fn rule(title: &str, fill: char) -> String {
-    let pad = WIDTH.saturating_sub(title.chars().count());
-    let left = pad / 2;
-    let fill_s = |n| fill.to_string().repeat(n);
-    format!("{}{title}{}", fill_s(left), fill_s(pad - left))
-}
-
 /// Backlog drops on the client's CPUs and host-wide TCP retransmits over the run.
 fn kernel_net(o: &Overhead) -> String {
     let Some(n) = &o.kernel_net else {
@@ -98,20 +91,6 @@ fn kernel_net(o: &Overhead) -> String {
         c(n.backlog_drops_client_cpus),
         c(n.tcp_retransmitted_segments)
     )
-}
-
-/// vLLM's `{:<40} {:<10}` row, without its trailing blanks.
-pub(super) fn row(
-    out: &mut impl Write,
-    label: &str,
-    value: impl std::fmt::Display,
-) -> io::Result<()> {
-    let line = format!("{label:<40} {value:<10}");
-    writeln!(out, "{}", line.trim_end())
-}
-
-pub(super) fn num(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {

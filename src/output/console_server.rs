@@ -4,7 +4,7 @@
 //! beside the client's figures. Like `console.rs` it only prints what the summary holds; it
 //! computes no figure but a ratio of two it shows.
 
-use super::console::{num as n, row, rule};
+use super::console_rows::{num as n, row, rule};
 use crate::summary::server::{HistogramStats, ServerSummary};
 use std::io::{self, Write};
 

@@ -5,7 +5,7 @@
 //! (`summary.cancellations`); "Endpoints": with several `--url`s, each server's share and
 //! figures (`summary.endpoints`). Like `console.rs` it only prints what the summary holds.
 
-use super::console::{num as n, row, rule};
+use super::console_rows::{num as n, row, rule};
 use crate::summary::endpoints::EndpointRow;
 use crate::summary::session::Sessions;
 use crate::summary::Cancellations;

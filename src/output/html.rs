@@ -6,6 +6,7 @@
 //! scripts, and in `plots/` beside its PNG for papers. Reads finished results and the run
 //! folders they were written to; writes files; never prints.
 
+use super::html_context::escape;
 use crate::output::plot::{self, Chart};
 use crate::summary::metric::{role, Metric};
 use crate::summary::study::{Point, Sweep};
@@ -28,14 +29,6 @@ const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 /// The page's own script: draws each chart spec with uPlot, keeps score of errors.
 const REPORT_JS: &str = include_str!("report.js");
-
-/// `s` with `&`, `<`, `>` and `"` escaped, for HTML text and attribute values.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn num(v: Option<f64>) -> String {
     v.map_or("–".into(), |x| format!("{x:.2}"))

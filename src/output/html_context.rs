@@ -4,7 +4,6 @@
 //! interruption, requests never sent). Read from a finished `Summary` (its `config` read back
 //! as the `Plan` it was) or a sweep's; computes no figure; never prints.
 
-use super::html::escape;
 use crate::plan::{Arrival, Load, Plan};
 use crate::summary::study::Sweep;
 use crate::summary::Summary;
@@ -315,4 +314,12 @@ pub(super) fn sweep_head(s: &Sweep) -> String {
         b.push_str(&table(&rows));
     }
     b
+}
+
+/// `s` with `&`, `<`, `>` and `"` escaped, for HTML text and attribute values.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -10,6 +10,7 @@
 //! - `study`: a sweep's and a search's files.
 
 pub mod console;
+mod console_rows;
 mod console_server;
 pub mod console_study;
 mod console_users;

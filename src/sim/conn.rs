@@ -15,15 +15,16 @@ use std::sync::Arc;
 
 use monoio::net::TcpStream;
 
+use super::board::TruthBoard;
+use super::counter::bump;
 use super::engine::{Engine, Seat};
 use super::fault::FaultDraw;
 use super::format::pool::{self, PoolReply};
 use super::format::{self, Api, Pool, Reply, Status};
 use super::mm_cache::{MmCache, MM_CACHE_ITEMS};
 use super::request::{self, Head, HeadError, Job, PoolBatch, Route, ToolPick};
-use super::stats::{bump, ThreadStats};
+use super::stats::ThreadStats;
 use super::tls_stream::SimStream;
-use super::truth::TruthBoard;
 use super::Settings;
 use crate::plan::sim::{FaultKind, Flavor};
 use crate::rt::clock::mono_ns;

@@ -531,6 +531,27 @@ pub(super) fn put_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Tool-call argument token `i` of `n`, as raw JSON text.
+fn arg_piece(i: u32, n: u32) -> &'static str {
+    match (i, n) {
+        (_, 1) => "{}",
+        (0, _) => "{\"input\":\"",
+        (i, n) if i + 1 == n => "\"}",
+        (i, _) => WORDS[i as usize % WORDS.len()],
+    }
+}
+
+/// Tool-call argument tokens `first..end`: escaped as a JSON string's inside, or raw.
+pub(crate) fn put_args(out: &mut Vec<u8>, r: &Reply, first: u32, end: u32, escaped: bool) {
+    for i in first..end {
+        let piece = arg_piece(i, r.completion_tokens);
+        match escaped {
+            true => put_json_str(out, piece),
+            false => out.extend_from_slice(piece.as_bytes()),
+        }
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;

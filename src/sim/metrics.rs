@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::stats::bump;
+use super::counter::bump;
 use crate::plan::sim::Flavor;
 
 /// A Prometheus histogram with fixed bounds, in nanoseconds (or tokens), one writer.

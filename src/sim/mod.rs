@@ -55,7 +55,9 @@
 //! each image's payload hash is looked up in the replica's multimodal cache (`mm_cache`).
 
 mod arrivals;
+mod board;
 mod conn;
+mod counter;
 mod engine;
 pub mod fault;
 mod format;
@@ -84,9 +86,9 @@ use crate::plan::sim::{FaultConfig, KernelStamps, SimSettings};
 use crate::plan::IoDriver;
 use crate::rt::driver::DriverUsed;
 use crate::rt::timer::Bell;
+use board::TruthBoard;
 use server::ThreadSetup;
 use stats::ThreadStats;
-use truth::TruthBoard;
 
 /// Where and how the simulator listens; what it answers is `settings`, the one settings type
 /// (`plan::SimSettings`) that `ringbench sim`, `run --sim-*` and `calibrate` all fill.

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use monoio::net::{ListenerOpts, TcpListener, TcpStream};
 
+use super::board::TruthBoard;
 use super::conn::{self, Shared};
-use super::stats::{bump, ThreadStats};
-use super::truth::TruthBoard;
+use super::counter::bump;
+use super::stats::ThreadStats;
 use super::Settings;
 use crate::plan::IoDriver;
 use crate::rt::clock::thread_cpu_ns;

@@ -131,14 +131,23 @@ pub(crate) struct ThreadStats {
     pub aborted_mid_stream: AtomicU64,
 }
 
-/// Adds one to a counter only its own thread writes.
-#[inline]
-pub(crate) fn bump(counter: &AtomicU64, by: u64) {
-    // A load and a store, not a locked add: this thread is the only writer.
-    counter.store(counter.load(Relaxed) + by, Relaxed);
-}
-
 impl ThreadStats {
+    /// Adds this thread's truth histograms and counts into `pair`.
+    pub(crate) fn add_truth(&self, pair: &mut TruthPair) {
+        let t = self;
+        pair.ttft.add(&t.ttft);
+        pair.e2e.add(&t.e2e);
+        pair.ttft_user.add(&t.ttft_user);
+        pair.e2e_user.add(&t.e2e_user);
+        pair.wake.add(&t.wake);
+        pair.unstamped_reads += t.unstamped_reads.load(Relaxed);
+        pair.unstamped_writes += t.unstamped_writes.load(Relaxed);
+        pair.queue.add(&t.queue);
+        pair.completions += t.completions.load(Relaxed);
+        pair.prompt_tokens += t.prompt_tokens.load(Relaxed);
+        pair.cached_tokens += t.cached_tokens.load(Relaxed);
+    }
+
     /// A thread's counters, its arrival ring holding `arrivals_kept` (rounded up to a power
     /// of two).
     pub(crate) fn new(arrivals_kept: u32) -> Self {
@@ -182,7 +191,7 @@ pub(crate) fn sum_threads<'a>(threads: impl Iterator<Item = &'a ThreadStats> + C
     let mut truth = TruthPair::default();
     for t in threads.clone() {
         t.add_into(&mut sum);
-        truth.add(t);
+        t.add_truth(&mut truth);
     }
     sum.ttft_us = truth.ttft.summary();
     sum.e2e_us = truth.e2e.summary();

@@ -10,7 +10,7 @@
 //! `completion_tokens` pieces (`{"input":"`, words, `"}`), one per token, so the usage's output
 //! tokens are the pieces sent.
 
-use super::{put_hex16, put_json_str, put_u64, put_words, Api, Reply, WORDS};
+use super::{put_args, put_hex16, put_json_str, put_u64, put_words, Api, Reply};
 use crate::plan::sim::Flavor;
 
 /// The SSE event head: `event: TYPE\ndata: `.
@@ -26,27 +26,6 @@ fn tail(ev: &mut Vec<u8>, stamp_ns: u64) {
     ev.extend_from_slice(b",\"ringbench_ns\":");
     put_u64(ev, stamp_ns);
     ev.extend_from_slice(b"}\n\n");
-}
-
-/// Tool-call argument token `i` of `n`, as raw JSON text.
-fn arg_piece(i: u32, n: u32) -> &'static str {
-    match (i, n) {
-        (_, 1) => "{}",
-        (0, _) => "{\"input\":\"",
-        (i, n) if i + 1 == n => "\"}",
-        (i, _) => WORDS[i as usize % WORDS.len()],
-    }
-}
-
-/// Tool-call argument tokens `first..end`: escaped as a JSON string's inside, or raw.
-pub(super) fn put_args(out: &mut Vec<u8>, r: &Reply, first: u32, end: u32, escaped: bool) {
-    for i in first..end {
-        let piece = arg_piece(i, r.completion_tokens);
-        match escaped {
-            true => put_json_str(out, piece),
-            false => out.extend_from_slice(piece.as_bytes()),
-        }
-    }
 }
 
 /// The reply's generated text or arguments, tokens `first..end`, inside a JSON string.

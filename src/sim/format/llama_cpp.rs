@@ -89,7 +89,7 @@ pub(super) fn tool_args(ev: &mut Vec<u8>, r: &Reply, first: u32, end: u32, stamp
     ev.clear();
     ev.extend_from_slice(b"data: {\"choices\":[{\"finish_reason\":null,\"index\":0,");
     ev.extend_from_slice(b"\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"");
-    super::apis::put_args(ev, r, first, end, true);
+    super::put_args(ev, r, first, end, true);
     ev.extend_from_slice(b"\"}}]}}]");
     suffix(ev, r, None, stamp_ns);
 }
