@@ -12,8 +12,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringbench::extract::{EventInfo, Extractor, PooledScanner};
-use ringbench::http::{Limits, Progress, ResponseParser, ResponseSink};
+use ringbench::__private::extract::{EventInfo, Extractor, PooledScanner};
+use ringbench::__private::http::{Limits, Progress, ResponseParser, ResponseSink};
 use ringbench::plan::Endpoint;
 
 const CHUNK: &str = r#"{"id":"chatcmpl-bcbfaef0df3c593b","object":"chat.completion.chunk","created":1795959947,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" more"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#;

@@ -5,8 +5,8 @@
 //! wheel: the time per iteration minus 100 µs is how late the pacer wakes.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ringbench::__private::schedule::Schedule;
 use ringbench::plan::Arrival;
-use ringbench::schedule::Schedule;
 use std::hint::black_box;
 
 const ARRIVALS: u64 = 100_000;

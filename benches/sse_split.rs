@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringbench::sse::{SseOversized, SseSplitter};
+use ringbench::__private::sse::{SseOversized, SseSplitter};
 
 const EVENTS: usize = 16;
 const CHUNK: &str = r#"{"id":"chatcmpl-bcbfaef0df3c593b","object":"chat.completion.chunk","created":1795959947,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" more"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#;

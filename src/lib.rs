@@ -20,7 +20,9 @@
 //! → `extract` (payload fields) → `record` (what one request leaves) → the collector
 //! (histograms, counters) → `summary` (the result) → `output` (console, files, exports).
 //! `sim` is the simulator the client is measured against, `scrape` the server's own metrics
-//! read beside a run, `study` the studies made of runs (calibrate, sweep, search, compare). What is not listed here is the crate's own.
+//! read beside a run, `study` the studies made of runs (calibrate, sweep, search, compare).
+//! `schedule`, `http`, `sse`, `extract` and `scrape` are the crate's own (not public), as is
+//! what is not listed here.
 //!
 //! Features (all on by default): `cli` (the `ringbench` binary and its flags), `plot`
 //! (`report.html`'s plots), `tokenizer` (`--tokenizer` exact lengths), `tls` (`https://`).
@@ -35,15 +37,15 @@ pub(crate) mod rt;
 
 pub mod record;
 
-pub mod sse;
+pub(crate) mod sse;
 
-pub mod extract;
+pub(crate) mod extract;
 
-pub mod http;
+pub(crate) mod http;
 
 pub(crate) mod prepare;
 
-pub mod schedule;
+pub(crate) mod schedule;
 
 pub mod sim;
 
@@ -58,7 +60,7 @@ pub mod run;
 /// The server's side: its Prometheus `/metrics`, scraped beside the run on a thread of its own,
 /// mapped to common concepts (running, waiting, KV-cache usage, server-side TTFT, …) and
 /// summarized over the measured window.
-pub mod scrape;
+pub(crate) mod scrape;
 
 pub mod study;
 
@@ -95,6 +97,27 @@ pub mod report {
 /// change with the code, without notice.
 #[doc(hidden)]
 pub mod __private {
+    /// The stages below the run, as the crate has them: `http` (response parser, chunked
+    /// decoder, TLS configs, the blocking client), `sse`, `extract`, `schedule`, `scrape`.
+    pub mod http {
+        pub use crate::http::*;
+    }
+    #[allow(missing_docs)]
+    pub mod sse {
+        pub use crate::sse::*;
+    }
+    #[allow(missing_docs)]
+    pub mod extract {
+        pub use crate::extract::*;
+    }
+    #[allow(missing_docs)]
+    pub mod schedule {
+        pub use crate::schedule::*;
+    }
+    #[allow(missing_docs)]
+    pub mod scrape {
+        pub use crate::scrape::*;
+    }
     pub use crate::collector::merge::shift_run;
     pub use crate::collector::Collector;
     pub use crate::record::jsonl::format_line;

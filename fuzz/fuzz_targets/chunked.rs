@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbench::http::ChunkedDecoder;
+use ringbench::__private::http::ChunkedDecoder;
 
 fn decode(input: &[u8], piece: usize) -> (Vec<u8>, String) {
     let mut d = ChunkedDecoder::new();

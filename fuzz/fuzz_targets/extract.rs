@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbench::extract::{Extractor, PooledScanner};
+use ringbench::__private::extract::{Extractor, PooledScanner};
 use ringbench::plan::Endpoint;
 
 fuzz_target!(|input: &[u8]| {

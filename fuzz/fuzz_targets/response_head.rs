@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbench::extract::EventInfo;
-use ringbench::http::{Limits, ResponseParser, ResponseSink};
+use ringbench::__private::extract::EventInfo;
+use ringbench::__private::http::{Limits, ResponseParser, ResponseSink};
 
 #[derive(Default, PartialEq, Debug)]
 struct Seen {
@@ -37,7 +37,7 @@ fn run(parts: &[&[u8]]) -> (Seen, String, bool) {
     let mut end = String::new();
     for (i, part) in parts.iter().enumerate() {
         match p.feed(part, &mut seen) {
-            Ok(ringbench::http::Progress::NeedMore) => continue,
+            Ok(ringbench::__private::http::Progress::NeedMore) => continue,
             other => {
                 end = format!("{other:?}");
                 let unread = parts[i + 1..].iter().any(|rest| !rest.is_empty());

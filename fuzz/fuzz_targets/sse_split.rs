@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbench::sse::{SseOversized, SseSplitter};
+use ringbench::__private::sse::{SseOversized, SseSplitter};
 
 fn split(input: &[u8], piece: usize) -> (Vec<Vec<u8>>, bool) {
     let mut s = SseSplitter::new(1024);

@@ -2,7 +2,8 @@
 //! HTTP/1.1 response, reused across the requests of a connection. The worker feeds whatever
 //! each read returned; the parser finds the head (httparse), frames the body (chunked,
 //! `Content-Length` or close-delimited), splits SSE events and extracts their fields, and
-//! reports through a `ResponseSink`. It may not do I/O, await, or allocate per event once its
+//! reports through a `ResponseSink`. The head is read by `head.rs`, the one framing of
+//! heads the blocking client shares. It may not do I/O, await, or allocate per event once its
 //! buffers have grown; every buffer has a bound from `Limits`, and no input makes it panic.
 //!
 //! A 2xx non-streamed answer of a pooling endpoint (embeddings, rerank, score) is not
@@ -24,8 +25,7 @@
 
 use crate::extract::{EventInfo, ExtractError, Extractor, PooledScanner};
 use crate::http::chunked::{ChunkError, ChunkedDecoder};
-use crate::plan::sim::STAMP_HEADER;
-use crate::record::request_id::HEADER as REQUEST_ID_HEADER;
+use crate::http::head::{framing_of, parse_head_bytes, value_at, Framing, Head, HeadError};
 use crate::record::Outcome;
 use crate::sse::{SseOversized, SseSplitter};
 
@@ -138,6 +138,15 @@ impl ResponseError {
     }
 }
 
+impl From<HeadError> for ResponseError {
+    fn from(e: HeadError) -> Self {
+        match e {
+            HeadError::Bad => ResponseError::BadHead,
+            HeadError::TooLarge => ResponseError::HeadTooLarge,
+        }
+    }
+}
+
 impl From<SseOversized> for ResponseError {
     fn from(_: SseOversized) -> Self {
         ResponseError::EventTooLarge
@@ -153,16 +162,6 @@ enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Framing {
-    Chunked,
-    Length {
-        left: u64,
-    },
-    /// Ends when the peer closes.
-    Close,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BodyKind {
     Sse,
     Json,
@@ -170,27 +169,6 @@ enum BodyKind {
     Pooled,
     /// Non-2xx: read to the end by framing, then dropped.
     Discard,
-}
-
-/// The few head facts the body needs, copied out of httparse's borrowed view.
-#[derive(Clone, Copy, Debug, Default)]
-struct Head {
-    len: usize,
-    status: u16,
-    http11: bool,
-    /// Some `Transfer-Encoding` was given; `chunked`: its last coding is `chunked`.
-    transfer_coding: bool,
-    chunked: bool,
-    content_length: Option<u64>,
-    close: bool,
-    keep_alive: bool,
-    sse: bool,
-    /// Where the first `x-request-id` value is in the parsed bytes: (offset, length).
-    request_id: Option<(u32, u32)>,
-    /// Where the last `content-type` value is in the parsed bytes: (offset, length).
-    content_type: Option<(u32, u32)>,
-    /// `STAMP_HEADER`'s value, when it is a decimal.
-    stamp_ns: Option<u64>,
 }
 
 /// Parser for the responses of one connection; `reset` before each request.
@@ -414,8 +392,7 @@ impl ResponseParser {
 
     fn apply_head(&mut self, head: &Head, sink: &mut impl ResponseSink) {
         self.framing = framing_of(head);
-        self.keep_alive =
-            self.framing != Framing::Close && !head.close && (head.http11 || head.keep_alive);
+        self.keep_alive = head.reusable(self.framing);
         self.kind = match head.status {
             // No content: nothing to extract, and not a stream to judge.
             204 | 304 => BodyKind::Discard,
@@ -555,104 +532,6 @@ impl ResponseParser {
             keep_alive: self.keep_alive,
         })
     }
-}
-
-/// RFC 9112 §6.3, for a response to a non-HEAD request.
-fn framing_of(head: &Head) -> Framing {
-    match head.status {
-        204 | 304 => Framing::Length { left: 0 },
-        _ if head.transfer_coding && head.chunked => Framing::Chunked,
-        _ if head.transfer_coding => Framing::Close,
-        _ => head
-            .content_length
-            .map_or(Framing::Close, |left| Framing::Length { left }),
-    }
-}
-
-fn parse_head_bytes(buf: &[u8]) -> Result<Option<Head>, ResponseError> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let len = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err(ResponseError::HeadTooLarge),
-        Err(_) => return Err(ResponseError::BadHead),
-    };
-    let mut head = Head {
-        len,
-        status: resp.code.ok_or(ResponseError::BadHead)?,
-        http11: resp.version == Some(1),
-        ..Head::default()
-    };
-    for h in resp.headers.iter() {
-        read_header(&mut head, h.name, h.value)?;
-        // httparse's value is a slice of `buf`.
-        let range = || {
-            let at = h.value.as_ptr() as usize - buf.as_ptr() as usize;
-            Some((at as u32, h.value.len() as u32))
-        };
-        if head.request_id.is_none() && h.name.eq_ignore_ascii_case(REQUEST_ID_HEADER) {
-            head.request_id = range();
-        }
-        if h.name.eq_ignore_ascii_case("content-type") {
-            head.content_type = range();
-        }
-    }
-    Ok(Some(head))
-}
-
-/// The bytes of a header value found at `range` of `from` (see `Head`).
-fn value_at(from: &[u8], range: Option<(u32, u32)>) -> Option<&[u8]> {
-    let (at, len) = range?;
-    from.get(at as usize..at as usize + len as usize)
-}
-
-fn read_header(head: &mut Head, name: &str, value: &[u8]) -> Result<(), ResponseError> {
-    let is = |n: &str| name.eq_ignore_ascii_case(n);
-    if is("transfer-encoding") {
-        // Only a final `chunked` frames the body; any other coding means close-delimited.
-        for coding in tokens(value) {
-            head.transfer_coding = true;
-            head.chunked = coding.eq_ignore_ascii_case(b"chunked");
-        }
-    } else if is("content-length") {
-        let n = parse_decimal(value.trim_ascii()).ok_or(ResponseError::BadHead)?;
-        if head.content_length.is_some_and(|m| m != n) {
-            return Err(ResponseError::BadHead);
-        }
-        head.content_length = Some(n);
-    } else if is("connection") {
-        for t in tokens(value) {
-            head.close |= t.eq_ignore_ascii_case(b"close");
-            head.keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
-        }
-    } else if is(STAMP_HEADER) {
-        head.stamp_ns = parse_decimal(value.trim_ascii());
-    } else if is("content-type") {
-        let v = value.trim_ascii_start();
-        head.sse = v
-            .get(..17)
-            .is_some_and(|p| p.eq_ignore_ascii_case(b"text/event-stream"));
-    }
-    Ok(())
-}
-
-/// Comma-separated list members, trimmed, empties skipped.
-fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
-    value
-        .split(|&b| b == b',')
-        .map(<[u8]>::trim_ascii)
-        .filter(|t| !t.is_empty())
-}
-
-fn parse_decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        let d = d.is_ascii_digit().then(|| u64::from(d - b'0'))?;
-        n.checked_mul(10)?.checked_add(d)
-    })
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 //! before anything is timed; never prints.
 
 use super::RunError;
+use crate::http::blocking::{Client, GetError, Origin, Request};
 use crate::plan::Plan;
 use crate::worker;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,61 +102,45 @@ impl Endpoint {
     }
 }
 
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
+/// The most a `GET` before the run takes of a body.
+const GET_MAX_BODY_BYTES: usize = 4 << 20;
+/// What a `GET` before the run may take beyond `--connect-timeout` to answer.
+const GET_ANSWER: Duration = Duration::from_secs(10);
 
-/// Why a `get` failed: setting up the connection (a TLS handshake refused: a fix to name), or
-/// the exchange itself (connect, write, read).
-enum GetFailed {
-    Setup(crate::http::tls::TlsError),
-    Io(String),
-}
-
-/// `GET path` on a connection of its own (TLS for `https://`), `Connection: close`, blocking:
-/// the whole response, at most 4 MiB. Not on the hot path.
-fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
-    let limit = Duration::from_nanos(plan.connect_timeout_ns);
-    let io = |e: std::io::Error| GetFailed::Io(e.to_string());
-    let mut s: Box<dyn ReadWrite> = match &ep.tls {
-        Some(t) => Box::new(
-            crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)
-                .map_err(GetFailed::Setup)?,
-        ),
-        None => {
-            let s = TcpStream::connect_timeout(&ep.addr, limit).map_err(io)?;
-            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-            Box::new(s)
-        }
+/// `GET path` on a connection of its own (TLS for `https://`), `Connection: close`, through
+/// the crate's blocking client: the status and the body (dechunked), at most 4 MiB, all
+/// within `--connect-timeout` plus `GET_ANSWER`. Not on the hot path.
+fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<(u16, Vec<u8>), GetError> {
+    let origin = Origin {
+        host: ep
+            .tls
+            .as_ref()
+            .map_or_else(|| ep.addr.ip().to_string(), |t| t.host.clone()),
+        port: ep.addr.port(),
+        authority: ep.host_header.clone(),
+        addr: Some(ep.addr),
+        tls: ep.tls.as_ref().map(|t| t.config.clone()),
     };
-    let mut req = format!(
-        "GET {}{path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        ep.base_path, ep.host_header
-    );
-    if let Some(key) = &plan.api_key {
-        req.push_str(&format!("Authorization: Bearer {key}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).map_err(io)?;
-    let mut resp = Vec::new();
-    match s.take(4 << 20).read_to_end(&mut resp) {
-        // A TLS server that closes without close_notify (as the simulator and many do) after
-        // a complete answer is not an error here.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !resp.is_empty() => {}
-        Err(e) => return Err(io(e)),
-        Ok(_) => {}
-    }
-    Ok(resp)
+    let auth = plan.api_key.as_ref().map(|key| format!("Bearer {key}"));
+    let mut headers = vec![("Connection", "close")];
+    headers.extend(auth.as_deref().map(|a| ("Authorization", a)));
+    let full = format!("{}{path}", ep.base_path);
+    let limit = Duration::from_nanos(plan.connect_timeout_ns) + GET_ANSWER;
+    let mut client = Client::new(origin, GET_MAX_BODY_BYTES);
+    let (status, body) = client.send(&Request::get(&full, &headers), limit, |_| true)?;
+    Ok((status, body.to_vec()))
 }
 
 /// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
 fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
     let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
-    let resp = match get(ep, plan, "/v1/models") {
-        Ok(r) => r,
-        Err(GetFailed::Setup(e)) => return Err(e.into()),
-        Err(GetFailed::Io(why)) => return Err(fail(why)),
+    let body = match get(ep, plan, "/v1/models") {
+        Ok((200, body)) => body,
+        Ok((status, _)) => return Err(fail(format!("HTTP {status}"))),
+        Err(GetError::Tls(e)) => return Err(e.into()),
+        Err(e) => return Err(fail(e.to_string())),
     };
-    model_from_response(&resp).ok_or_else(|| fail("no model id in the response".into()))
+    model_from_body(&body).ok_or_else(|| fail("no model id in the response".into()))
 }
 
 /// How often `wait_ready` asks, and how often it says it is still waiting.
@@ -237,11 +221,9 @@ pub(super) fn wait_ready(
 /// `/health` is not served; else what the server said, for the message.
 fn ask_ready(ep: &Endpoint, plan: &Plan) -> Result<(), String> {
     let status = |path: &str| -> Result<u16, String> {
-        match get(ep, plan, path) {
-            Ok(resp) => status_of(&resp).ok_or_else(|| format!("GET {path}: no HTTP status")),
-            Err(GetFailed::Setup(e)) => Err(format!("GET {path}: {e}")),
-            Err(GetFailed::Io(why)) => Err(format!("GET {path}: {why}")),
-        }
+        get(ep, plan, path)
+            .map(|(status, _)| status)
+            .map_err(|e| format!("GET {path}: {e}"))
     };
     match status("/health")? {
         200 => Ok(()),
@@ -253,24 +235,9 @@ fn ask_ready(ep: &Endpoint, plan: &Plan) -> Result<(), String> {
     }
 }
 
-/// The status code of a response's head.
-fn status_of(resp: &[u8]) -> Option<u16> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut r = httparse::Response::new(&mut headers);
-    match r.parse(resp) {
-        Ok(_) => r.code,
-        Err(_) => None,
-    }
-}
-
-fn model_from_response(resp: &[u8]) -> Option<String> {
-    let body_at = memchr::memmem::find(resp, b"\r\n\r\n")? + 4;
-    let body = &resp[body_at..];
-    // The body may be chunked: the JSON object starts at the first '{'.
-    let start = memchr::memchr(b'{', body)?;
-    let mut de =
-        serde_json::Deserializer::from_slice(&body[start..]).into_iter::<serde_json::Value>();
-    let v = de.next()?.ok()?;
+/// The first model's id in a `/v1/models` listing.
+fn model_from_body(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
     Some(v["data"][0]["id"].as_str()?.to_string())
 }
 
@@ -307,30 +274,74 @@ pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_status_and_the_base_path_are_read() {
-        assert_eq!(
-            super::status_of(b"HTTP/1.1 503 Service Unavailable\r\n\r\n"),
-            Some(503)
-        );
-        assert_eq!(
-            super::status_of(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"),
-            Some(200)
-        );
-        assert_eq!(super::status_of(b"garbage"), None);
-        assert_eq!(super::status_of(b""), None);
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A server that answers one request with `pieces`, each in a write of its own; the
+    /// endpoint that reaches it.
+    fn serve(pieces: Vec<&'static [u8]>) -> Endpoint {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut conn, _) = l.accept().unwrap();
+            let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = conn.set_nodelay(true);
+            for p in pieces {
+                let _ = conn.write_all(p);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Endpoint {
+            addr,
+            host_header: addr.to_string(),
+            base_url: format!("http://{addr}"),
+            base_path: String::new(),
+            tls: None,
+        }
     }
 
     #[test]
-    fn model_is_read_from_a_models_listing() {
-        let resp = b"HTTP/1.1 200 OK\r\ncontent-length: 60\r\n\r\n{\"object\":\"list\",\"data\":[{\"id\":\"tiny-llama\",\"object\":\"model\"}]}";
+    fn a_chunk_boundary_inside_the_json_does_not_break_model_discovery() {
+        // The second chunk starts inside the object, between `"id` and `"`: the JSON read
+        // from the raw bytes at the first `{` (the old way) hits the chunk's size line there.
+        let ep = serve(vec![
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"1d\r\n{\"object\":\"list\",\"data\":[{\"id\r\n",
+            b"22\r\n\":\"tiny-llama\",\"object\":\"model\"}]}\r\n0\r\n\r\n",
+        ]);
+        let plan = Plan::defaults();
+        assert_eq!(discover_model(&ep, &plan).unwrap(), "tiny-llama");
+    }
+
+    #[test]
+    fn a_status_but_200_or_a_listing_without_ids_is_no_model() {
+        let ep = serve(vec![
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\nnope",
+        ]);
+        let e = discover_model(&ep, &Plan::defaults())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HTTP 404"), "{e}");
+        assert_eq!(model_from_body(br#"{"object":"list","data":[]}"#), None);
         assert_eq!(
-            super::model_from_response(resp).as_deref(),
-            Some("tiny-llama")
+            model_from_body(br#"{"data":[{"id":"m"}]}"#).as_deref(),
+            Some("m")
         );
-        assert_eq!(
-            super::model_from_response(b"HTTP/1.1 404 x\r\n\r\nnope"),
-            None
-        );
+    }
+
+    #[test]
+    fn readiness_is_a_200_from_health_or_from_models_where_health_is_not_served() {
+        let ep = serve(vec![b"HTTP/1.1 503 Loading\r\nContent-Length: 0\r\n\r\n"]);
+        let e = ask_ready(&ep, &Plan::defaults()).unwrap_err();
+        assert_eq!(e, "GET /health: 503");
+        let ep = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]);
+        assert_eq!(ask_ready(&ep, &Plan::defaults()), Ok(()));
     }
 }

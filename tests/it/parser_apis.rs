@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use crate::parser_fixtures::{clean, parse, readings, wire_files, Rng, Trace};
-use ringbench::extract::{EventInfo, Usage};
-use ringbench::http::{Limits, Progress, ResponseParser};
+use ringbench::__private::extract::{EventInfo, Usage};
+use ringbench::__private::http::{Limits, Progress, ResponseParser};
 use ringbench::plan::Endpoint;
 
 /// One capture: its name ("server/name"), the endpoint asked, the response's bytes.
@@ -122,7 +122,7 @@ fn sum(t: &Trace, f: impl Fn(&EventInfo) -> u32) -> u32 {
     t.events.iter().map(f).sum()
 }
 
-const DONE_KEEP: Option<Result<Progress, ringbench::http::ResponseError>> =
+const DONE_KEEP: Option<Result<Progress, ringbench::__private::http::ResponseError>> =
     Some(Ok(Progress::Done { keep_alive: true }));
 
 #[test]
@@ -359,7 +359,7 @@ fn a_pooling_answer_over_the_body_bound_is_too_large_at_every_cut() {
     let one = parse(&mut p, &mut std::iter::once(&c.wire[..]));
     assert_eq!(
         one.end,
-        Some(Err(ringbench::http::ResponseError::BodyTooLarge))
+        Some(Err(ringbench::__private::http::ResponseError::BodyTooLarge))
     );
     for cut in (0..c.wire.len()).step_by(97) {
         let (a, b) = c.wire.split_at(cut);

@@ -1,14 +1,14 @@
 //! Integration test of stage 3–5 of the flow (worker → **http → sse → extract** → record)
 //! against real bytes: every `*.wire.bin` captured from vLLM, llama.cpp and GuideLLM's mock
-//! (`tests/data/sse`) is fed to `ringbench::http::ResponseParser` whole, cut at every
+//! (`tests/data/sse`) is fed to `ringbench::__private::http::ResponseParser` whole, cut at every
 //! byte, and cut into many small random reads; the heads, events and outcome must not depend
 //! on the cuts. Known facts of each capture are then checked. No I/O beyond reading the
 //! fixture files; the folder must exist (a missing folder fails, it never passes silently).
 
 use crate::support::common;
 pub(crate) use crate::support::wire::{parse, readings, wire_files, Rng, Trace};
-use ringbench::extract::{EventInfo, Usage};
-use ringbench::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
+use ringbench::__private::extract::{EventInfo, Usage};
+use ringbench::__private::http::{Limits, Progress, ResponseError, ResponseParser, ResponseSink};
 
 impl Trace {
     pub(crate) fn tokens(&self) -> usize {

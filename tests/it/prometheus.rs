@@ -12,8 +12,8 @@
 use crate::support::common::{
     cpu_pair, lock, made_dir, read_json, run_summary, sim_plan, KillOnDrop,
 };
+use ringbench::__private::scrape::{Fetcher, GetOptions, MetricsUrl};
 use ringbench::plan::{Load, Plan, SimSettings, Stop, Target};
-use ringbench::scrape::{Fetcher, GetOptions, MetricsUrl};
 use ringbench::sim::{self, SimConfig, SimHandle};
 use serde_json::Value;
 use std::io::Write;

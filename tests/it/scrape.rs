@@ -1,4 +1,4 @@
-//! The server's own metrics (`ringbench::scrape`, beside the flow, never in it): pages of real
+//! The server's own metrics (`ringbench::__private::scrape`, beside the flow, never in it): pages of real
 //! engines (`tests/data/metrics/`: vLLM's captured, llama.cpp's, SGLang's and TGI's written
 //! from their sources) give the expected concept values; the window's arithmetic (histogram
 //! quantiles by interpolation, counter deltas across a reset) is exact on hand-made pages;
@@ -9,13 +9,13 @@
 //! simulator take the one lock.
 
 use crate::support::common::{cpu_pair, lock, made_dir, run_summary, sim_plan};
-use ringbench::host::mono_ns;
-use ringbench::plan::{Load, SimSettings, Stop, Target};
-use ringbench::scrape::jsonl::read_file;
-use ringbench::scrape::{
+use ringbench::__private::scrape::jsonl::read_file;
+use ringbench::__private::scrape::{
     measured_window, parse_page, probe, probe_with, summarize, Concept, Engine, Fetcher,
     GetOptions, MetricsUrl, Page, Phase, Scrape, ScrapeError, ScrapeSettings, Scraper,
 };
+use ringbench::host::mono_ns;
+use ringbench::plan::{Load, SimSettings, Stop, Target};
 use ringbench::sim::{self, SimConfig};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -551,7 +551,7 @@ fn https_metrics_are_read_through_a_private_ca_on_one_connection() {
     std::fs::write(&cert_path, cert.pem()).unwrap();
     std::fs::write(&key_path, key.serialize_pem()).unwrap();
     let sim = sim::start(SimConfig {
-        tls: Some(ringbench::http::tls::server_config(&cert_path, &key_path).unwrap()),
+        tls: Some(ringbench::__private::http::tls::server_config(&cert_path, &key_path).unwrap()),
         settings: SimSettings {
             cpus: vec![cpu_pair().1],
             ..SimSettings::default()
@@ -571,7 +571,7 @@ fn https_metrics_are_read_through_a_private_ca_on_one_connection() {
         let page = parse_page(f.get(Duration::from_secs(2)).unwrap(), 0).unwrap();
         assert_eq!(page.values[&Concept::Running], 0.0);
     }
-    assert_eq!(f.connections, 1, "kept alive over TLS");
+    assert_eq!(f.connections(), 1, "kept alive over TLS");
     // The system's roots do not know this certificate.
     let e = probe(&url, Duration::from_secs(2)).unwrap_err();
     assert!(

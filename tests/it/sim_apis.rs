@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::support::common::lock;
 use crate::support::wire::parse;
-use ringbench::http::{Limits, ResponseParser};
+use ringbench::__private::http::{Limits, ResponseParser};
 use ringbench::plan::sim::Flavor;
 use ringbench::plan::{Endpoint, SimSettings};
 use ringbench::sim::{self, SimConfig, SimHandle};

@@ -6,7 +6,7 @@
 //! and served as the server's own is taken, name and dates still checked. Runs are serialized.
 
 use crate::support::common::{cpu_pair, lock, made_dir};
-use ringbench::http::tls::{HandshakeKind, TlsError};
+use ringbench::__private::http::tls::{HandshakeKind, TlsError};
 use ringbench::plan::{Load, Plan, Stop};
 use ringbench::RunError;
 use std::path::{Path, PathBuf};
@@ -54,7 +54,7 @@ impl Drop for Certs {
 
 fn tls_sim(cert: &Path, key: &Path) -> ringbench::sim::SimHandle {
     ringbench::sim::start(ringbench::sim::SimConfig {
-        tls: Some(ringbench::http::tls::server_config(cert, key).unwrap()),
+        tls: Some(ringbench::__private::http::tls::server_config(cert, key).unwrap()),
         settings: ringbench::plan::SimSettings {
             cpus: vec![cpu_pair().1],
             ..Default::default()

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ringbench::extract::EventInfo;
-use ringbench::http::{Progress, ResponseError, ResponseParser, ResponseSink};
+use ringbench::__private::extract::EventInfo;
+use ringbench::__private::http::{Progress, ResponseError, ResponseParser, ResponseSink};
 
 /// Everything a response produced, in order.
 #[derive(Clone, Debug, Default, PartialEq)]
