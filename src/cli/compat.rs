@@ -1219,7 +1219,7 @@ fn vllm_result(a: &RunArgs, o: &mut RunArgs) -> Result<Option<VllmResult>, Usage
         return Ok(None);
     }
     let rate = a.request_rate.filter(|r| r.is_finite());
-    let endpoint = o.endpoint.unwrap_or(Endpoint::Chat);
+    let endpoint = o.endpoint.unwrap_or(super::defaults::plan().endpoint);
     let backend = v
         .backend
         .clone()

@@ -3,6 +3,7 @@
 //! which load); every rule between settings is `Plan::validate`'s, called at the end, so the
 //! CLI and a library user hit the same rules with the same messages.
 
+use super::defaults;
 use super::parse::{
     check_percentiles, duration_ns_in, exports_of, parse_duration_ns, parse_endpoint, parse_header,
     parse_ms, parse_slo, parse_stages, parse_target, Bare,
@@ -10,9 +11,7 @@ use super::parse::{
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
 use clap::{Args, ValueEnum};
-use ringbench::plan::{
-    Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop, DEFAULT_PERCENTILES,
-};
+use ringbench::plan::{Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,10 +96,10 @@ pub struct RunArgs {
     #[arg(long, hide_short_help = true, help_heading = h::TARGET)]
     pub no_usage: bool,
     /// Longest a request may take, connect included
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "600s", help_heading = h::TARGET)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().request_timeout.as_str(), help_heading = h::TARGET)]
     pub request_timeout: u64,
     /// Longest the TCP connect, then the TLS handshake, may each take
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s", hide_short_help = true, help_heading = h::TARGET)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().connect_timeout.as_str(), hide_short_help = true, help_heading = h::TARGET)]
     pub connect_timeout: u64,
     /// Wait up to D for the server to be ready (GET /health: 200)
     ///
@@ -157,7 +156,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", help_heading = h::LOAD)]
     pub max_concurrency: Option<u32>,
     /// Seeds prompts, lengths and arrivals: same seed, same run
-    #[arg(long, value_name = "N", default_value_t = 0, alias = "random-seed", help_heading = h::LOAD)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().seed, alias = "random-seed", help_heading = h::LOAD)]
     pub seed: u64,
     /// Replay a Mooncake JSONL trace, each line at its recorded time
     ///
@@ -256,7 +255,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, allow_hyphen_values = true, help_heading = h::STOP)]
     pub duration: Option<u64>,
     /// The first N requests are warm-up, left out of every figure
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = h::STOP)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().warmup_requests, help_heading = h::STOP)]
     pub warmup_requests: u64,
     /// Requests due within D of the start are warm-up [default: none]
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::STOP)]
@@ -265,7 +264,7 @@ pub struct RunArgs {
     ///
     /// On SIGINT or SIGTERM sending stops; requests still in flight after this are cancelled.
     /// A second signal ends at once.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", help_heading = h::STOP)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().grace.as_str(), help_heading = h::STOP)]
     pub grace: u64,
 
     /// Write summary.json, requests.jsonl, exports, report.html here
@@ -302,7 +301,7 @@ pub struct RunArgs {
     /// Off a terminal, one progress line every D (0: none; bare: s)
     ///
     /// On a terminal the progress bar is redrawn several times a second instead.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", hide_short_help = true, help_heading = h::OUTPUT)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::PROGRESS_INTERVAL, hide_short_help = true, help_heading = h::OUTPUT)]
     pub progress_interval: u64,
 
     /// Scrape these /metrics URLs [default: <base>/metrics, if up]
@@ -312,7 +311,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL", num_args = 0.., conflicts_with = "no_server_metrics", help_heading = h::SERVER)]
     pub server_metrics: Option<Vec<String>>,
     /// Time between scrapes, 100ms to 1h (bare: s)
-    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration_ns, help_heading = h::SERVER)]
+    #[arg(long, value_name = "D", default_value = defaults::shown().server_metrics_interval.as_str(), value_parser = parse_duration_ns, help_heading = h::SERVER)]
     pub server_metrics_interval: u64,
     /// Do not probe or scrape the server's metrics
     #[arg(long, help_heading = h::SERVER)]
@@ -335,16 +334,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST|auto", help_heading = h::OVERHEAD)]
     pub cpus: Option<String>,
     /// The workers' I/O driver: auto, uring or epoll
-    #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value = "auto", help_heading = h::OVERHEAD)]
+    #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value_t = defaults::plan().io_driver, help_heading = h::OVERHEAD)]
     pub io_driver: IoDriver,
     /// A chunk gap above D is a stall (bare: ms)
     ///
     /// A reading-speed budget: the `stalls` block gives the share of chunk gaps above it and
     /// how many requests had one. 250 ms is 4 tokens/s.
-    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "250ms", help_heading = h::OUTPUT)]
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = defaults::shown().stall.as_str(), help_heading = h::OUTPUT)]
     pub stall_ms: f64,
     /// Scheduling-lag p99 above D: run invalid (bare: ms)
-    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "1ms", help_heading = h::OVERHEAD)]
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = defaults::shown().max_lag.as_str(), help_heading = h::OVERHEAD)]
     pub max_lag: f64,
     /// Exit 0 even when the client's overhead made the run invalid
     #[arg(long, help_heading = h::OVERHEAD)]
@@ -543,11 +542,6 @@ pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
 /// The files that mark a folder as holding a run's results (`check_out`).
 const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
 
-/// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
-pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
-/// The prompt length when no flag sets it.
-pub const DEFAULT_INPUT_TOKENS: u32 = 128;
-
 impl RunArgs {
     /// The plan these flags ask for, validated: vLLM's and AIPerf's spellings lowered to ours
     /// first (`compat::lower`), then ours mapped.
@@ -621,7 +615,7 @@ impl RunArgs {
 
     /// The input length asked for (`--input-tokens`, or the default).
     pub fn input_tokens(&self) -> u32 {
-        self.input_tokens.unwrap_or(DEFAULT_INPUT_TOKENS)
+        self.input_tokens.unwrap_or(defaults::plan().input_tokens)
     }
 
     /// The servers: every `--url`, then `--url-file`'s lines.
@@ -665,7 +659,7 @@ impl RunArgs {
             targets,
             url_policy: self.url_policy.unwrap_or_default(),
             sim,
-            endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
+            endpoint: self.endpoint.unwrap_or(defaults::plan().endpoint),
             api: self.api.options()?,
             model: self.model.clone(),
             load,
@@ -676,7 +670,7 @@ impl RunArgs {
             warmup_requests: self.warmup_requests,
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
             input_tokens: self.input_tokens(),
-            output_tokens: self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS),
+            output_tokens: self.output_tokens.unwrap_or(defaults::plan().output_tokens),
             // Embeddings, rerank and score answer with one JSON body.
             stream: !self.no_stream && self.endpoint.is_none_or(|e| e.generates()),
             include_usage: !self.no_usage,
@@ -728,7 +722,7 @@ impl RunArgs {
     fn percentiles_of(&self) -> Result<Vec<f64>, UsageError> {
         match &self.percentiles {
             Some(ps) => check_percentiles(ps),
-            None => Ok(DEFAULT_PERCENTILES.to_vec()),
+            None => Ok(defaults::plan().percentiles.clone()),
         }
     }
 
@@ -757,13 +751,10 @@ impl RunArgs {
         )
     }
 
-    /// When to stop: the flags given, or 100 requests.
+    /// When to stop: the flags given, or the plan's default (100 requests).
     fn stop(&self) -> Stop {
         match (self.request_count, self.duration) {
-            (None, None) => Stop {
-                request_count: Some(100),
-                duration_ns: None,
-            },
+            (None, None) => defaults::plan().stop.clone(),
             (c, d) => Stop {
                 request_count: c,
                 duration_ns: d,

@@ -99,7 +99,7 @@ pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
         output = Some(LengthDist::Uniform {
             mean: a
                 .output_tokens
-                .unwrap_or(super::run_args::DEFAULT_OUTPUT_TOKENS),
+                .unwrap_or(super::defaults::plan().output_tokens),
             range_ratio: r,
         });
     }
