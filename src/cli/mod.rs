@@ -5,8 +5,10 @@
 //! library's users build a `Plan` themselves.
 //!
 //! - `config`: `--config FILE` (TOML, YAML, a run's `summary.json`) read into flags;
-//! - `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, lowered to ours;
+//! - `compat_flags` and `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, and
+//!   their lowering to ours (with the plan's entry points, `RunArgs::to_plan`/`run_plan`);
 //! - `defaults`: the flags' defaults, from `Plan::defaults()`;
+//! - `heading`: the headings of `run --help`;
 //! - `parse`: single flag values (durations, CPU lists, URLs, SLOs, headers, percentiles);
 //! - `run_args`: `run`'s flags → `Plan` (then `Plan::validate`);
 //! - `workload_args`: the workload flags → `WorkloadSpec`, `--trace` → the load;
@@ -16,8 +18,10 @@
 
 pub mod api_args;
 pub mod compat;
+pub mod compat_flags;
 pub mod config;
 pub mod defaults;
+pub mod heading;
 pub mod k8s;
 pub mod parse;
 pub mod run_args;
