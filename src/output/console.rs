@@ -1088,7 +1088,7 @@ mod tests {
         };
         assert_eq!(
             progress_line(&live, 0.0, &goal),
-            "0.0 s, 1200/2000 requests | sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
+            "0.0 s, 1234/2000 requests | sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
         );
     }
 
