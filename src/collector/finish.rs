@@ -44,6 +44,7 @@ impl Collector {
     /// `ringbench report`, which is why the report reproduces `summary.json` exactly.
     pub fn summarize(&self, facts: RunFacts, host: Host) -> Summary {
         let st = &self.settings;
+        let (plan, ps) = (&st.plan, &st.plan.percentiles[..]);
         let mut warnings = facts.warnings.clone();
         let m = &self.m;
         let mut counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
@@ -51,7 +52,7 @@ impl Collector {
         data_warnings(m, &mut warnings);
         let duration_ns = duration_ns(m);
         let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
-        let throughput = throughput(m, !st.plan.goodput.is_empty(), per_s);
+        let throughput = throughput(m, !plan.goodput.is_empty(), per_s);
         // Rates come from send stamps alone: the duration also holds the tail of the last
         // responses and would understate the rate offered (badly for short runs of long
         // answers). The schedule's own rate over the same requests is what the client was
@@ -63,15 +64,12 @@ impl Collector {
             concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
         };
         let overhead = overhead(st, &facts, m, &achieved, &mut warnings);
-        let stages = self
-            .stages
-            .as_ref()
-            .map(|t| t.summaries(&st.plan.percentiles, &mut warnings));
+        let stages = self.stages.as_ref().map(|t| t.summaries(ps, &mut warnings));
         let verdict = verdict(
             &counts,
             &overhead,
             facts.interrupted,
-            st.plan.max_failed_percent,
+            plan.max_failed_percent,
         );
         Summary {
             schema_version: SCHEMA_VERSION,
@@ -84,10 +82,10 @@ impl Collector {
             throughput,
             target: TargetLoad {
                 request_rate: st.target_rate(),
-                concurrency: st.plan.target_concurrency(),
+                concurrency: plan.target_concurrency(),
             },
             achieved,
-            latency_ms: latency(m, &st.plan.percentiles),
+            latency_ms: latency(m, ps),
             tokens: tokens(m),
             overhead,
             warnings,
@@ -100,24 +98,15 @@ impl Collector {
             sessions: m
                 .sessions
                 .as_ref()
-                .map(|t| t.summary(&st.plan.percentiles, st.target_session_rate())),
-            cancellations: m
-                .cancels
-                .as_ref()
-                .map(|t| t.summary(m.tally.sent, &st.plan.percentiles)),
-            endpoints: m
-                .endpoints
-                .as_ref()
-                .map(|t| t.summary(&st.plan.percentiles, duration_ns)),
+                .map(|t| t.summary(ps, st.target_session_rate())),
+            cancellations: m.cancels.as_ref().map(|t| t.summary(m.tally.sent, ps)),
+            endpoints: m.endpoints.as_ref().map(|t| t.summary(ps, duration_ns)),
             stages,
             tools: m
                 .tools
-                .summary(st.tools_offered() && st.plan.endpoint.generates()),
-            pooling: m
-                .pooling
-                .as_ref()
-                .map(|p| p.summary(st.plan.endpoint, &st.plan.percentiles)),
-            upload: Some(m.upload.summary(&st.plan.percentiles, per_s)),
+                .summary(st.tools_offered() && plan.endpoint.generates()),
+            pooling: m.pooling.as_ref().map(|p| p.summary(plan.endpoint, ps)),
+            upload: Some(m.upload.summary(ps, per_s)),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
