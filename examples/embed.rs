@@ -26,7 +26,7 @@ impl Observer for Watch {
     fn on_progress(&mut self, live: &LiveCounts, elapsed_s: f64) {
         eprintln!(
             "{elapsed_s:.1} s: {} ok, {} in flight",
-            live.ok,
+            live.tally.ok,
             live.in_flight.unwrap_or(0)
         );
     }
@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{} records seen, {} ok; TTFT p50 {:.2} ms (slowest {:.2} ms); {:.1} output tokens/s",
         watch.records,
-        summary.counts.ok,
+        summary.counts.tally.ok,
         ttft.p50.unwrap_or(f64::NAN),
         watch.slowest_ttft_ns as f64 / 1e6,
         summary.throughput.output_tokens_per_s.unwrap_or(0.0),

@@ -244,7 +244,11 @@ fn worker_allocations_of(
     let mut watch = Watch::default();
     let s = ringbench::run_with(&p, &std::sync::atomic::AtomicBool::new(false), &mut watch)
         .expect("the run completes");
-    assert_eq!(s.counts.ok, WARM + 2 * MEASURED + AFTER, "every request ok");
+    assert_eq!(
+        s.counts.tally.ok,
+        WARM + 2 * MEASURED + AFTER,
+        "every request ok"
+    );
     let worker = watch
         .worker
         .expect("the worker thread was found by its name");

@@ -4,7 +4,7 @@
 //! `plan::ApiOptions`. It reads the `--tools` file, once, before the run; rules between
 //! settings (tools need an endpoint that takes them) are `Plan::validate`'s.
 
-use super::run_args::heading as h;
+use super::heading as h;
 use super::{usage, UsageError};
 use clap::Args;
 use ringbench::plan::api::{parse_tool_choice, parse_tools, MAX_BATCH_SIZE};

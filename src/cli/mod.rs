@@ -5,7 +5,10 @@
 //! library's users build a `Plan` themselves.
 //!
 //! - `config`: `--config FILE` (TOML, YAML, a run's `summary.json`) read into flags;
-//! - `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, lowered to ours;
+//! - `compat_flags` and `compat`: `vllm bench serve`'s and `aiperf profile`'s spellings, and
+//!   their lowering to ours (with the plan's entry points, `RunArgs::to_plan`/`run_plan`);
+//! - `defaults`: the flags' defaults, from `Plan::defaults()`;
+//! - `heading`: the headings of `run --help`;
 //! - `parse`: single flag values (durations, CPU lists, URLs, SLOs, headers, percentiles);
 //! - `run_args`: `run`'s flags → `Plan` (then `Plan::validate`);
 //! - `workload_args`: the workload flags → `WorkloadSpec`, `--trace` → the load;
@@ -15,7 +18,10 @@
 
 pub mod api_args;
 pub mod compat;
+pub mod compat_flags;
 pub mod config;
+pub mod defaults;
+pub mod heading;
 pub mod k8s;
 pub mod parse;
 pub mod run_args;
@@ -109,10 +115,10 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s")]
     pub duration: u64,
     /// max_tokens of every request.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().output_tokens)]
     pub output_tokens: u32,
     /// Prompt length, tokens.
-    #[arg(long, value_name = "N", default_value_t = 128)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().input_tokens)]
     pub input_tokens: u32,
     /// Client CPUs [default: the first].
     #[arg(long, value_name = "LIST")]
@@ -121,16 +127,16 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "LIST")]
     pub sim_cpus: Option<String>,
     /// The workers' I/O driver.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value_t = defaults::plan().io_driver)]
     pub io_driver: IoDriver,
     /// Scheduling-lag p99 bound for a rate to count as held (a bare number is ms).
-    #[arg(long, value_name = "D", value_parser = parse::parse_ms, default_value = "1ms")]
+    #[arg(long, value_name = "D", value_parser = parse::parse_ms, default_value = defaults::shown().max_lag.as_str())]
     pub max_lag: f64,
     /// Stop after this many rates in a row are not held.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub stop_after: usize,
     /// Seeds the prompts and arrivals.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().seed)]
     pub seed: u64,
     /// Write calibrate.json here.
     #[arg(long, value_name = "DIR")]

@@ -26,6 +26,17 @@ impl Bare {
     }
 }
 
+/// `ns` as the shortest duration text that `duration_ns_in` reads back exactly, in the
+/// largest whole unit up to seconds (`600s`, `250ms`, `1500us`, `7ns`; `0s` for none).
+pub fn duration_text(ns: u64) -> String {
+    let units = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    match units.iter().find(|(per, _)| ns % per == 0) {
+        _ if ns == 0 => "0s".to_string(),
+        Some((per, unit)) => format!("{}{unit}", ns / per),
+        None => format!("{ns}ns"),
+    }
+}
+
 /// A duration in ns: `30s`, `2m`, `500ms`, `100us` (or `µs`), `250ns`, `1h`, `1.5s`; a bare
 /// number is in `bare`'s unit.
 pub fn duration_ns_in(s: &str, bare: Bare) -> Result<u64, String> {

@@ -3,6 +3,7 @@
 //! which load); every rule between settings is `Plan::validate`'s, called at the end, so the
 //! CLI and a library user hit the same rules with the same messages.
 
+use super::defaults;
 use super::parse::{
     check_percentiles, duration_ns_in, exports_of, parse_duration_ns, parse_endpoint, parse_header,
     parse_ms, parse_slo, parse_stages, parse_target, Bare,
@@ -10,9 +11,10 @@ use super::parse::{
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
 use clap::{Args, ValueEnum};
-use ringbench::plan::{
-    Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop, DEFAULT_PERCENTILES,
+use ringbench::plan::workload::{
+    DatasetKind, DatasetSpec, HfSpec, LengthDist, PrefixSpec, RequestOptions, WorkloadSpec,
 };
+use ringbench::plan::{Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -22,23 +24,7 @@ pub enum ArrivalArg {
     Gamma,
 }
 
-/// The headings `run --help` groups its flags under, in the order they are shown (the
-/// simulator's and the two other tools' spellings follow, in their own structs).
-pub mod heading {
-    pub const TARGET: &str = "Target";
-    pub const ENDPOINT: &str = "Endpoints: tools, batches";
-    pub const LOAD: &str = "Load";
-    pub const WORKLOAD: &str = "Workload";
-    pub const STOP: &str = "Stop and warm-up";
-    pub const OUTPUT: &str = "Output";
-    pub const SERVER: &str = "Server metrics";
-    pub const OVERHEAD: &str = "Client overhead";
-    pub const TLS: &str = "TLS and auth";
-    pub const SIM: &str = "Simulator (no --url)";
-    pub const SHARDS: &str = "Shards (one run over several hosts)";
-    pub const SESSIONS: &str = "Users: conversations and abandoned answers";
-}
-use heading as h;
+use super::heading as h;
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -97,10 +83,10 @@ pub struct RunArgs {
     #[arg(long, hide_short_help = true, help_heading = h::TARGET)]
     pub no_usage: bool,
     /// Longest a request may take, connect included
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "600s", help_heading = h::TARGET)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().request_timeout.as_str(), help_heading = h::TARGET)]
     pub request_timeout: u64,
     /// Longest the TCP connect, then the TLS handshake, may each take
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "10s", hide_short_help = true, help_heading = h::TARGET)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().connect_timeout.as_str(), hide_short_help = true, help_heading = h::TARGET)]
     pub connect_timeout: u64,
     /// Wait up to D for the server to be ready (GET /health: 200)
     ///
@@ -157,7 +143,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", help_heading = h::LOAD)]
     pub max_concurrency: Option<u32>,
     /// Seeds prompts, lengths and arrivals: same seed, same run
-    #[arg(long, value_name = "N", default_value_t = 0, alias = "random-seed", help_heading = h::LOAD)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().seed, alias = "random-seed", help_heading = h::LOAD)]
     pub seed: u64,
     /// Replay a Mooncake JSONL trace, each line at its recorded time
     ///
@@ -256,7 +242,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, allow_hyphen_values = true, help_heading = h::STOP)]
     pub duration: Option<u64>,
     /// The first N requests are warm-up, left out of every figure
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = h::STOP)]
+    #[arg(long, value_name = "N", default_value_t = defaults::plan().warmup_requests, help_heading = h::STOP)]
     pub warmup_requests: u64,
     /// Requests due within D of the start are warm-up [default: none]
     #[arg(long, value_name = "D", value_parser = parse_duration_ns, help_heading = h::STOP)]
@@ -265,7 +251,7 @@ pub struct RunArgs {
     ///
     /// On SIGINT or SIGTERM sending stops; requests still in flight after this are cancelled.
     /// A second signal ends at once.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", help_heading = h::STOP)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::shown().grace.as_str(), help_heading = h::STOP)]
     pub grace: u64,
 
     /// Write summary.json, requests.jsonl, exports, report.html here
@@ -302,7 +288,7 @@ pub struct RunArgs {
     /// Off a terminal, one progress line every D (0: none; bare: s)
     ///
     /// On a terminal the progress bar is redrawn several times a second instead.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "5s", hide_short_help = true, help_heading = h::OUTPUT)]
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = defaults::PROGRESS_INTERVAL, hide_short_help = true, help_heading = h::OUTPUT)]
     pub progress_interval: u64,
 
     /// Scrape these /metrics URLs [default: <base>/metrics, if up]
@@ -312,7 +298,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL", num_args = 0.., conflicts_with = "no_server_metrics", help_heading = h::SERVER)]
     pub server_metrics: Option<Vec<String>>,
     /// Time between scrapes, 100ms to 1h (bare: s)
-    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration_ns, help_heading = h::SERVER)]
+    #[arg(long, value_name = "D", default_value = defaults::shown().server_metrics_interval.as_str(), value_parser = parse_duration_ns, help_heading = h::SERVER)]
     pub server_metrics_interval: u64,
     /// Do not probe or scrape the server's metrics
     #[arg(long, help_heading = h::SERVER)]
@@ -335,16 +321,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST|auto", help_heading = h::OVERHEAD)]
     pub cpus: Option<String>,
     /// The workers' I/O driver: auto, uring or epoll
-    #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value = "auto", help_heading = h::OVERHEAD)]
+    #[arg(long, value_enum, value_name = "DRIVER", hide_possible_values = true, default_value_t = defaults::plan().io_driver, help_heading = h::OVERHEAD)]
     pub io_driver: IoDriver,
     /// A chunk gap above D is a stall (bare: ms)
     ///
     /// A reading-speed budget: the `stalls` block gives the share of chunk gaps above it and
     /// how many requests had one. 250 ms is 4 tokens/s.
-    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "250ms", help_heading = h::OUTPUT)]
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = defaults::shown().stall.as_str(), help_heading = h::OUTPUT)]
     pub stall_ms: f64,
     /// Scheduling-lag p99 above D: run invalid (bare: ms)
-    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = "1ms", help_heading = h::OVERHEAD)]
+    #[arg(long, value_name = "D", value_parser = parse_ms, default_value = defaults::shown().max_lag.as_str(), help_heading = h::OVERHEAD)]
     pub max_lag: f64,
     /// Exit 0 even when the client's overhead made the run invalid
     #[arg(long, help_heading = h::OVERHEAD)]
@@ -411,9 +397,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sim: RunSimFlags,
     #[command(flatten)]
-    pub vllm: super::compat::VllmFlags,
+    pub vllm: super::compat_flags::VllmFlags,
     #[command(flatten)]
-    pub aiperf: super::compat::AiperfFlags,
+    pub aiperf: super::compat_flags::AiperfFlags,
     /// The ids of the flags given (on the line or in --config's file), filled by
     /// `cli::parse`: what `run` does with no flags depends on what was given, not on values.
     #[arg(skip)]
@@ -543,40 +529,33 @@ pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
 /// The files that mark a folder as holding a run's results (`check_out`).
 const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
 
-/// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
-pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;
-/// The prompt length when no flag sets it.
-pub const DEFAULT_INPUT_TOKENS: u32 = 128;
-
 impl RunArgs {
-    /// The plan these flags ask for, validated: vLLM's and AIPerf's spellings lowered to ours
-    /// first (`compat::lower`), then ours mapped.
-    pub fn to_plan(&self) -> Result<Plan, UsageError> {
-        let (ours, vllm_result) = super::compat::lower(self)?;
-        match ours.sessions.lower(&ours)? {
-            Some(lowered) => lowered.plan_of(vllm_result),
-            None => ours.plan_of(vllm_result),
+    /// These flags with `--users` as `--concurrency` and `--session-rate` as `--request-rate`;
+    /// `None` when there is nothing to lower. With `--turns`, the request spellings are
+    /// refused: a rate or a concurrency of what would be ambiguous.
+    pub(super) fn sessions_lowered(&self) -> Result<Option<RunArgs>, UsageError> {
+        let (args, s) = (self, &self.sessions);
+        if s.turns.is_none() {
+            return Ok(None);
         }
-    }
-
-    /// `ringbench run`'s plan: `to_plan`, or the demo's when the line (and `--config`'s file)
-    /// gives no URL and no flag of load, stop or simulator; the flag says which.
-    pub fn run_plan(&self) -> Result<(Plan, bool), UsageError> {
-        if !self.is_demo() {
-            return Ok((self.to_plan()?, false));
+        if args.request_rate.is_some() {
+            return usage(
+                "with --turns the schedule starts sessions: give --session-rate R (sessions \
+                 per second) instead of --request-rate",
+            );
         }
-        let mut demo = self.clone();
-        demo.request_rate = Some(DEMO_RATE);
-        demo.duration = Some(DEMO_DURATION_NS);
-        demo.output_tokens = demo.output_tokens.or(Some(DEMO_OUTPUT_TOKENS));
-        demo.sim.ttft_ms = DEMO_TTFT_MS;
-        demo.sim.itl_ms = DEMO_ITL_MS;
-        Ok((demo.to_plan()?, true))
+        if args.concurrency.is_some() {
+            return usage("with --turns, give --users N (users holding conversations) instead of --concurrency");
+        }
+        let mut lowered = args.clone();
+        lowered.concurrency = s.users;
+        lowered.request_rate = s.session_rate;
+        Ok(Some(lowered))
     }
 
     /// No URL and no flag of load, stop or simulator given (nor a vLLM or AIPerf spelling,
     /// which bring those tools' defaults).
-    fn is_demo(&self) -> bool {
+    pub(super) fn is_demo(&self) -> bool {
         use clap::Args;
         let sim = RunSimFlags::augment_args(clap::Command::new("sim"));
         let sim_ids: Vec<&str> = sim.get_arguments().map(|a| a.get_id().as_str()).collect();
@@ -621,7 +600,7 @@ impl RunArgs {
 
     /// The input length asked for (`--input-tokens`, or the default).
     pub fn input_tokens(&self) -> u32 {
-        self.input_tokens.unwrap_or(DEFAULT_INPUT_TOKENS)
+        self.input_tokens.unwrap_or(defaults::plan().input_tokens)
     }
 
     /// The servers: every `--url`, then `--url-file`'s lines.
@@ -647,7 +626,7 @@ impl RunArgs {
     }
 
     /// The plan of ringbench's own flags (vLLM's and AIPerf's already lowered).
-    fn plan_of(
+    pub(super) fn plan_of(
         &self,
         vllm_result: Option<ringbench::plan::VllmResult>,
     ) -> Result<Plan, UsageError> {
@@ -665,7 +644,7 @@ impl RunArgs {
             targets,
             url_policy: self.url_policy.unwrap_or_default(),
             sim,
-            endpoint: self.endpoint.unwrap_or(Endpoint::Chat),
+            endpoint: self.endpoint.unwrap_or(defaults::plan().endpoint),
             api: self.api.options()?,
             model: self.model.clone(),
             load,
@@ -676,7 +655,7 @@ impl RunArgs {
             warmup_requests: self.warmup_requests,
             warmup_duration_ns: self.warmup_duration.unwrap_or(0),
             input_tokens: self.input_tokens(),
-            output_tokens: self.output_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS),
+            output_tokens: self.output_tokens.unwrap_or(defaults::plan().output_tokens),
             // Embeddings, rerank and score answer with one JSON body.
             stream: !self.no_stream && self.endpoint.is_none_or(|e| e.generates()),
             include_usage: !self.no_usage,
@@ -703,7 +682,7 @@ impl RunArgs {
             exports: exports_of(self.export.as_deref())?,
             cacert: self.cacert.clone(),
             insecure: self.insecure,
-            workload: super::workload_args::workload_of(self)?,
+            workload: workload_of(self)?,
             rx_timestamps: !self.no_rx_timestamps,
             pacer_spin_ns: self.pacer_spin_us.0,
             max_failed_percent: self.max_failed,
@@ -728,7 +707,7 @@ impl RunArgs {
     fn percentiles_of(&self) -> Result<Vec<f64>, UsageError> {
         match &self.percentiles {
             Some(ps) => check_percentiles(ps),
-            None => Ok(DEFAULT_PERCENTILES.to_vec()),
+            None => Ok(defaults::plan().percentiles.clone()),
         }
     }
 
@@ -757,13 +736,10 @@ impl RunArgs {
         )
     }
 
-    /// When to stop: the flags given, or 100 requests.
+    /// When to stop: the flags given, or the plan's default (100 requests).
     fn stop(&self) -> Stop {
         match (self.request_count, self.duration) {
-            (None, None) => Stop {
-                request_count: Some(100),
-                duration_ns: None,
-            },
+            (None, None) => defaults::plan().stop.clone(),
             (c, d) => Stop {
                 request_count: c,
                 duration_ns: d,
@@ -775,7 +751,7 @@ impl RunArgs {
     /// of `--concurrency` users (1 by default).
     fn load(&self) -> Result<Load, UsageError> {
         if self.trace.is_some() {
-            return super::workload_args::trace_load_of(self);
+            return trace_load_of(self);
         }
         if self.stages.is_some() {
             return self.staged_load();
@@ -851,6 +827,142 @@ impl RunArgs {
         };
         Ok(arrival)
     }
+}
+
+/// The workload flags (tokenizer, length distributions, dataset, shared prefixes, request
+/// options) as the `Plan`'s `WorkloadSpec`.
+fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
+    let dist = |flag: &str, spec: &Option<String>| {
+        spec.as_deref()
+            .map(|s| LengthDist::parse(flag, s).map_err(UsageError))
+            .transpose()
+    };
+    let (mut input, mut output) = (
+        dist("--input-dist", &a.input_dist)?,
+        dist("--output-dist", &a.output_dist)?,
+    );
+    if let Some(r) = a.random_range_ratio {
+        if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+            return usage(format!("--random-range-ratio {r}: must be in [0, 1)"));
+        }
+        input = Some(LengthDist::Uniform {
+            mean: a.input_tokens(),
+            range_ratio: r,
+        });
+        output = Some(LengthDist::Uniform {
+            mean: a
+                .output_tokens
+                .unwrap_or(super::defaults::plan().output_tokens),
+            range_ratio: r,
+        });
+    }
+    // An explicit --output-tokens overrides a dataset's own output lengths.
+    if output.is_none() {
+        output = a.output_tokens.map(|tokens| LengthDist::Fixed { tokens });
+    }
+    let prefix = prefix_of(a);
+    Ok(WorkloadSpec {
+        tokenizer: a.tokenizer.clone(),
+        input,
+        output,
+        dataset: dataset_of(a),
+        hf: hf_of(a)?,
+        prefix,
+        request: request_of(a)?,
+        prompt_salt: !a.no_prompt_salt,
+        prompt_nonce: a.prompt_nonce,
+        media: super::workload_args::media_of(&a.media)?,
+    })
+}
+
+/// `--trace FILE` (with `--trace-block-size`, `--replay-speedup`, `--max-concurrency`):
+/// the file read and checked, its lines and send times in the load.
+fn trace_load_of(a: &RunArgs) -> Result<ringbench::plan::Load, UsageError> {
+    let Some(path) = a.trace.as_deref() else {
+        return usage("--trace: give the trace file");
+    };
+    let t = ringbench::plan::workload::TraceLoad::open(
+        path,
+        a.trace_block_size,
+        a.replay_speedup,
+        a.max_concurrency,
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
+    Ok(ringbench::plan::Load::Trace(t))
+}
+
+fn dataset_of(a: &RunArgs) -> Option<DatasetSpec> {
+    let path = a.dataset.clone()?;
+    let kind =
+        a.dataset_format
+            .unwrap_or_else(|| match path.extension().and_then(|e| e.to_str()) {
+                Some("json") => DatasetKind::Sharegpt,
+                Some("parquet") => DatasetKind::Hf,
+                _ => DatasetKind::Jsonl,
+            });
+    Some(DatasetSpec {
+        kind,
+        path,
+        sampling: a.dataset_sampling,
+    })
+}
+
+/// `--hf-*`: only with a Hugging Face dataset.
+fn hf_of(a: &RunArgs) -> Result<HfSpec, UsageError> {
+    let f = &a.hf;
+    let given = [
+        ("--hf-split", &f.hf_split),
+        ("--hf-subset", &f.hf_subset),
+        ("--hf-prompt-column", &f.hf_prompt_column),
+        ("--hf-image-column", &f.hf_image_column),
+    ];
+    let hf = dataset_of(a).is_some_and(|d| d.kind == DatasetKind::Hf);
+    if let Some((flag, _)) = given.iter().find(|(_, v)| v.is_some()).filter(|_| !hf) {
+        return usage(format!(
+            "{flag} reads a Hugging Face dataset: give --dataset-name hf --dataset-path ORG/NAME \
+             (or --dataset ORG/NAME --dataset-format hf)"
+        ));
+    }
+    if let Some((flag, _)) = given
+        .iter()
+        .find(|(_, v)| v.as_deref().is_some_and(|v| v.trim().is_empty()))
+    {
+        return usage(format!("{flag}: give a name"));
+    }
+    Ok(HfSpec {
+        split: f.hf_split.clone(),
+        subset: f.hf_subset.clone(),
+        prompt_column: f.hf_prompt_column.clone(),
+        image_column: f.hf_image_column.clone(),
+    })
+}
+
+fn prefix_of(a: &RunArgs) -> Option<PrefixSpec> {
+    let (Some(groups), Some(tokens)) = (a.prefix_groups, a.prefix_tokens) else {
+        return None;
+    };
+    Some(PrefixSpec {
+        groups,
+        tokens,
+        zipf: a.prefix_zipf,
+    })
+}
+
+fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
+    let extra_body = match &a.extra_body {
+        None => None,
+        Some(s) => match serde_json::from_str::<serde_json::Value>(s) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            Ok(_) => return usage("--extra-body: must be a JSON object, like '{\"top_p\": 0.9}'"),
+            Err(e) => return usage(format!("--extra-body: not valid JSON ({e})")),
+        },
+    };
+    Ok(RequestOptions {
+        ignore_eos: a.ignore_eos,
+        min_tokens: a.min_tokens,
+        temperature: a.temperature,
+        extra_body,
+    })
 }
 
 #[cfg(test)]

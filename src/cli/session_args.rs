@@ -7,10 +7,9 @@
 //! the load, its shards and its warm-up work as for requests. Rules between settings are
 //! `Plan::validate`'s.
 
+use super::heading as h;
 use super::parse::{duration_ns_in, Bare};
-use super::run_args::heading as h;
-use super::run_args::RunArgs;
-use super::{usage, UsageError};
+use super::UsageError;
 use clap::Args;
 use ringbench::plan::session::MAX_TURNS;
 use ringbench::plan::workload::LengthDist;
@@ -78,28 +77,6 @@ impl SessionFlags {
             think_time: self.think_time.unwrap_or_default(),
             max_context_tokens: self.max_context_tokens,
         }))
-    }
-
-    /// `args` with `--users` as `--concurrency` and `--session-rate` as `--request-rate`;
-    /// `None` when there is nothing to lower. With `--turns`, the request spellings are
-    /// refused: a rate or a concurrency of what would be ambiguous.
-    pub fn lower(&self, args: &RunArgs) -> Result<Option<RunArgs>, UsageError> {
-        if self.turns.is_none() {
-            return Ok(None);
-        }
-        if args.request_rate.is_some() {
-            return usage(
-                "with --turns the schedule starts sessions: give --session-rate R (sessions \
-                 per second) instead of --request-rate",
-            );
-        }
-        if args.concurrency.is_some() {
-            return usage("with --turns, give --users N (users holding conversations) instead of --concurrency");
-        }
-        let mut lowered = args.clone();
-        lowered.concurrency = self.users;
-        lowered.request_rate = self.session_rate;
-        Ok(Some(lowered))
     }
 }
 

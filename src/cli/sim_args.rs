@@ -174,9 +174,9 @@ sim_flags!(
     /// `ringbench run`'s flags for its built-in simulator (no `--url`).
     RunSimFlags,
     "sim-",
-    super::run_args::heading::SIM,
-    super::run_args::heading::SIM,
-    super::run_args::heading::SIM,
+    super::heading::SIM,
+    super::heading::SIM,
+    super::heading::SIM,
     true
 );
 

@@ -1,17 +1,16 @@
-//! Part of the CLI (raw flags → `Plan`): the workload flags (tokenizer, length distributions,
-//! dataset, shared prefixes, request options) turned into the `Plan`'s `WorkloadSpec`, and
-//! `--trace` into the plan's load, and the Hugging Face dataset flags (`HfFlags`). Files are read by `prepare` before the run — except the
-//! trace, which *is* the load (its times and count) and is read and checked once, here. A bad
-//! flag or trace is a `UsageError` naming it and the fix (exit code 2); rules between settings
-//! are `Plan::validate`'s.
+//! Part of the CLI (raw flags → `Plan`): the workload flags `RunArgs` holds in groups of their
+//! own — the Hugging Face dataset's (`HfFlags`) and the synthetic media's (`MediaFlags`, made
+//! a `MediaSpec` here) — and a trace's stop; `run_args` turns the rest of the workload flags
+//! and `--trace` into the plan's `WorkloadSpec` and load. A leaf of `cli`: it names no other
+//! flags file but `heading`. Files are read by `prepare` before the run (the trace, which *is*
+//! the load, is read and checked once by `run_args`). A bad flag is a `UsageError` naming it
+//! and the fix (exit code 2); rules between settings are `Plan::validate`'s.
 
-use super::run_args::heading as h;
-use super::{usage, RunArgs, UsageError};
+use super::heading as h;
+use super::{usage, UsageError};
 use clap::Args;
 use ringbench::plan::workload::LengthDist;
-use ringbench::plan::workload::{DatasetKind, DatasetSpec, HfSpec};
 use ringbench::plan::workload::{ImageFormat, ImageSize, MediaSpec, MAX_IMAGE_SIDE, MAX_LENGTH};
-use ringbench::plan::workload::{PrefixSpec, RequestOptions, WorkloadSpec};
 
 /// Synthetic images and audio sent with every prompt (`--image-*`, `--audio-*`).
 #[derive(Debug, Clone, Default, Args)]
@@ -78,53 +77,9 @@ pub struct HfFlags {
     pub hf_image_column: Option<String>,
 }
 
-pub fn workload_of(a: &RunArgs) -> Result<WorkloadSpec, UsageError> {
-    let dist = |flag: &str, spec: &Option<String>| {
-        spec.as_deref()
-            .map(|s| LengthDist::parse(flag, s).map_err(UsageError))
-            .transpose()
-    };
-    let (mut input, mut output) = (
-        dist("--input-dist", &a.input_dist)?,
-        dist("--output-dist", &a.output_dist)?,
-    );
-    if let Some(r) = a.random_range_ratio {
-        if !(r.is_finite() && (0.0..1.0).contains(&r)) {
-            return usage(format!("--random-range-ratio {r}: must be in [0, 1)"));
-        }
-        input = Some(LengthDist::Uniform {
-            mean: a.input_tokens(),
-            range_ratio: r,
-        });
-        output = Some(LengthDist::Uniform {
-            mean: a
-                .output_tokens
-                .unwrap_or(super::run_args::DEFAULT_OUTPUT_TOKENS),
-            range_ratio: r,
-        });
-    }
-    // An explicit --output-tokens overrides a dataset's own output lengths.
-    if output.is_none() {
-        output = a.output_tokens.map(|tokens| LengthDist::Fixed { tokens });
-    }
-    let prefix = prefix_of(a);
-    Ok(WorkloadSpec {
-        tokenizer: a.tokenizer.clone(),
-        input,
-        output,
-        dataset: dataset_of(a),
-        hf: hf_of(a)?,
-        prefix,
-        request: request_of(a)?,
-        prompt_salt: !a.no_prompt_salt,
-        prompt_nonce: a.prompt_nonce,
-        media: media_of(&a.media)?,
-    })
-}
-
 /// `--image-*` and `--audio-*`: any image flag asks for one image per request unless
 /// `--image-count` says how many.
-fn media_of(f: &MediaFlags) -> Result<MediaSpec, UsageError> {
+pub fn media_of(f: &MediaFlags) -> Result<MediaSpec, UsageError> {
     let mut m = MediaSpec {
         salt: !f.no_media_salt,
         ..MediaSpec::default()
@@ -186,22 +141,6 @@ fn side(flag: &str, spec: &str) -> Result<LengthDist, UsageError> {
     })
 }
 
-/// `--trace FILE` (with `--trace-block-size`, `--replay-speedup`, `--max-concurrency`):
-/// the file read and checked, its lines and send times in the load.
-pub fn trace_load_of(a: &RunArgs) -> Result<ringbench::plan::Load, UsageError> {
-    let Some(path) = a.trace.as_deref() else {
-        return usage("--trace: give the trace file");
-    };
-    let t = ringbench::plan::workload::TraceLoad::open(
-        path,
-        a.trace_block_size,
-        a.replay_speedup,
-        a.max_concurrency,
-    )
-    .map_err(|e| UsageError(e.to_string()))?;
-    Ok(ringbench::plan::Load::Trace(t))
-}
-
 /// A trace's stop: every line once; the first `warmup` lines are the warm-up.
 pub fn trace_stop(
     t: &ringbench::plan::workload::TraceLoad,
@@ -216,80 +155,6 @@ pub fn trace_stop(
     Ok(ringbench::plan::Stop {
         request_count: Some(lines - warmup),
         duration_ns: None,
-    })
-}
-
-fn dataset_of(a: &RunArgs) -> Option<DatasetSpec> {
-    let path = a.dataset.clone()?;
-    let kind =
-        a.dataset_format
-            .unwrap_or_else(|| match path.extension().and_then(|e| e.to_str()) {
-                Some("json") => DatasetKind::Sharegpt,
-                Some("parquet") => DatasetKind::Hf,
-                _ => DatasetKind::Jsonl,
-            });
-    Some(DatasetSpec {
-        kind,
-        path,
-        sampling: a.dataset_sampling,
-    })
-}
-
-/// `--hf-*`: only with a Hugging Face dataset.
-fn hf_of(a: &RunArgs) -> Result<HfSpec, UsageError> {
-    let f = &a.hf;
-    let given = [
-        ("--hf-split", &f.hf_split),
-        ("--hf-subset", &f.hf_subset),
-        ("--hf-prompt-column", &f.hf_prompt_column),
-        ("--hf-image-column", &f.hf_image_column),
-    ];
-    let hf = dataset_of(a).is_some_and(|d| d.kind == DatasetKind::Hf);
-    if let Some((flag, _)) = given.iter().find(|(_, v)| v.is_some()).filter(|_| !hf) {
-        return usage(format!(
-            "{flag} reads a Hugging Face dataset: give --dataset-name hf --dataset-path ORG/NAME \
-             (or --dataset ORG/NAME --dataset-format hf)"
-        ));
-    }
-    if let Some((flag, _)) = given
-        .iter()
-        .find(|(_, v)| v.as_deref().is_some_and(|v| v.trim().is_empty()))
-    {
-        return usage(format!("{flag}: give a name"));
-    }
-    Ok(HfSpec {
-        split: f.hf_split.clone(),
-        subset: f.hf_subset.clone(),
-        prompt_column: f.hf_prompt_column.clone(),
-        image_column: f.hf_image_column.clone(),
-    })
-}
-
-fn prefix_of(a: &RunArgs) -> Option<PrefixSpec> {
-    let (Some(groups), Some(tokens)) = (a.prefix_groups, a.prefix_tokens) else {
-        return None;
-    };
-    Some(PrefixSpec {
-        groups,
-        tokens,
-        zipf: a.prefix_zipf,
-    })
-}
-
-fn request_of(a: &RunArgs) -> Result<RequestOptions, UsageError> {
-    let extra_body = match &a.extra_body {
-        None => None,
-        Some(s) => match serde_json::from_str::<serde_json::Value>(s) {
-            Ok(serde_json::Value::Object(m)) => Some(m),
-            Ok(_) => return usage("--extra-body: must be a JSON object, like '{\"top_p\": 0.9}'"),
-            Err(e) => return usage(format!("--extra-body: not valid JSON ({e})")),
-        },
-    };
-    Ok(RequestOptions {
-        ignore_eos: a.ignore_eos,
-        min_tokens: a.min_tokens,
-        temperature: a.temperature,
-        extra_body,
     })
 }
 

@@ -106,7 +106,7 @@ fn console_text(s: &Summary) -> String {
 #[test]
 fn pooling_figures_are_exact() {
     let s = run(&embeddings_plan(), &pooling_records());
-    assert_eq!((s.counts.ok, s.counts.failed), (3, 1));
+    assert_eq!((s.counts.tally.ok, s.counts.tally.failed), (3, 1));
     assert_eq!(s.duration_s, 0.04);
     let t = &s.throughput;
     // 24 inputs answered (the timeout's 0 left out) over 40 ms.
@@ -240,7 +240,7 @@ fn an_answer_in_another_apis_shape_is_a_failure_of_its_own_kind() {
     let mut wrong = answered(1, 10, 20);
     wrong.outcome = Outcome::WrongApi;
     let s = run(&Plan::defaults(), &[answered(0, 0, 10), wrong]);
-    assert_eq!((s.counts.ok, s.counts.failed), (1, 1));
+    assert_eq!((s.counts.tally.ok, s.counts.tally.failed), (1, 1));
     assert_eq!(s.counts.failed_by_kind.get("wrong_api"), Some(&1));
     assert_eq!(s.latency_ms.e2e.count, 1, "kept out of the latencies");
     let text = console_text(&s);

@@ -201,7 +201,7 @@ fn warmup_is_excluded_from_every_figure_but_counted_and_logged() {
     let plain = run(&plan, &[request_a(), request_b()], facts(2));
     assert_eq!(s.counts.warmup, 2);
     assert_eq!(s.counts.scheduled, 2);
-    assert_eq!((s.counts.sent, s.counts.failed), (2, 0));
+    assert_eq!((s.counts.tally.sent, s.counts.tally.failed), (2, 0));
     assert!(s.counts.failed_by_kind.is_empty());
     assert_eq!(s.latency_ms, plain.latency_ms);
     assert_eq!(s.duration_s, plain.duration_s);
@@ -265,7 +265,8 @@ fn failures_stay_out_of_latency_but_count_against_goodput() {
     ];
     let s = run(&plan, &records, facts(5));
     let c = &s.counts;
-    assert_eq!((c.sent, c.ok, c.failed, c.cancelled), (5, 2, 3, 0));
+    let t = c.tally;
+    assert_eq!((t.sent, t.ok, t.failed, t.cancelled), (5, 2, 3, 0));
     assert_eq!(c.failed_by_kind.get("http_503"), Some(&2));
     assert_eq!(c.failed_by_kind.get("timeout"), Some(&1));
     assert_eq!(c.failed_by_kind.len(), 2);
@@ -360,9 +361,10 @@ fn invariants_hold_and_a_lost_record_is_a_loud_warning() {
     let records = [request_a(), request_b(), not_sent, cancelled];
     let s = run(&Plan::defaults(), &records, facts(4));
     let c = &s.counts;
-    assert_eq!(c.scheduled, c.sent + c.not_sent);
-    assert_eq!(c.sent, c.ok + c.failed + c.cancelled);
-    assert_eq!((c.not_sent, c.cancelled), (1, 1));
+    let t = c.tally;
+    assert_eq!(c.scheduled, t.sent + t.not_sent);
+    assert_eq!(t.sent, t.ok + t.failed + t.cancelled);
+    assert_eq!((t.not_sent, t.cancelled), (1, 1));
     assert!(!has_warning(&s, "INVARIANT"), "{:?}", s.warnings);
 
     let s = run(&Plan::defaults(), &records, facts(6));

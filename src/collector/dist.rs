@@ -8,7 +8,7 @@
 use crate::summary::{is_small_sample, percentile_key, Stats, FIXED_PERCENTILES};
 use hdrhistogram::Histogram;
 
-pub use crate::worker::stats::{new_histogram, HIST_MAX_NS};
+pub use crate::summary::workers::{new_histogram, HIST_MAX_NS};
 
 const NS_PER_MS: f64 = 1e6;
 

@@ -4,18 +4,15 @@
 
 use super::dist::Dist;
 use super::record_metric;
-use crate::plan::MAX_TARGETS;
+use crate::plan::{Target, MAX_TARGETS};
 use crate::record::{Outcome, Record};
 use crate::summary::endpoints::EndpointRow;
-use crate::summary::Metric;
+use crate::summary::{Metric, Tally};
 
 /// One server's sums.
 #[derive(Clone, Debug, Default)]
 struct Row {
-    sent: u64,
-    ok: u64,
-    failed: u64,
-    cancelled: u64,
+    tally: Tally,
     output_tokens: u64,
     ttft: Dist,
     itl: Dist,
@@ -30,9 +27,13 @@ pub struct EndpointTally {
 }
 
 impl EndpointTally {
-    /// For a run sending to `urls` (in `--url`'s order).
-    pub fn new(urls: &[String]) -> Self {
-        let urls: Vec<String> = urls.iter().take(MAX_TARGETS).cloned().collect();
+    /// For a run sending to `targets` (in `--url`'s order).
+    pub fn new(targets: &[Target]) -> Self {
+        let urls: Vec<String> = targets
+            .iter()
+            .take(MAX_TARGETS)
+            .map(|t| t.url.clone())
+            .collect();
         EndpointTally {
             rows: vec![Row::default(); urls.len()],
             urls,
@@ -48,19 +49,10 @@ impl EndpointTally {
         if !rec.outcome.was_sent() {
             return;
         }
-        row.sent += 1;
-        match rec.outcome {
-            Outcome::Ok => {}
-            o if o.is_failure() => {
-                row.failed += 1;
-                return;
-            }
-            _ => {
-                row.cancelled += 1;
-                return;
-            }
+        row.tally.add(rec.outcome);
+        if rec.outcome != Outcome::Ok {
+            return;
         }
-        row.ok += 1;
         row.output_tokens += u64::from(rec.output_tokens);
         record_metric(Metric::Ttft, rec, stream, &mut row.ttft);
         record_metric(Metric::Itl, rec, stream, &mut row.itl);
@@ -70,18 +62,15 @@ impl EndpointTally {
     /// The summary's `endpoints` rows; `duration_ns` is the run's measured duration (the
     /// throughput's).
     pub fn summary(&self, percentiles: &[f64], duration_ns: u64) -> Vec<EndpointRow> {
-        let sent: u64 = self.rows.iter().map(|r| r.sent).sum();
+        let sent: u64 = self.rows.iter().map(|r| r.tally.sent).sum();
         let per_s = |n: u64| (duration_ns > 0).then(|| n as f64 * 1e9 / duration_ns as f64);
         (self.rows.iter().zip(&self.urls).enumerate())
             .map(|(i, (r, url))| EndpointRow {
                 endpoint: i as u16,
                 url: url.clone(),
-                sent: r.sent,
-                ok: r.ok,
-                failed: r.failed,
-                cancelled: r.cancelled,
-                share_percent: (sent > 0).then(|| 100.0 * r.sent as f64 / sent as f64),
-                requests_per_s: per_s(r.ok),
+                tally: r.tally,
+                share_percent: (sent > 0).then(|| 100.0 * r.tally.sent as f64 / sent as f64),
+                requests_per_s: per_s(r.tally.ok),
                 output_tokens_per_s: per_s(r.output_tokens),
                 ttft_ms: r.ttft.stats_ms(percentiles),
                 itl_ms: r.itl.stats_ms(percentiles),

@@ -44,6 +44,7 @@ impl Collector {
     /// `ringbench report`, which is why the report reproduces `summary.json` exactly.
     pub fn summarize(&self, facts: RunFacts, host: Host) -> Summary {
         let st = &self.settings;
+        let (plan, ps) = (&st.plan, &st.plan.percentiles[..]);
         let mut warnings = facts.warnings.clone();
         let m = &self.m;
         let mut counts = counts(m, self.warmup, facts.scheduled, &mut warnings);
@@ -51,23 +52,25 @@ impl Collector {
         data_warnings(m, &mut warnings);
         let duration_ns = duration_ns(m);
         let per_s = |n: f64| (duration_ns > 0).then(|| n * NS_PER_S / duration_ns as f64);
-        let throughput = throughput(m, !st.goodput.is_empty(), per_s);
+        let throughput = throughput(m, !plan.goodput.is_empty(), per_s);
         // Rates come from send stamps alone: the duration also holds the tail of the last
         // responses and would understate the rate offered (badly for short runs of long
         // answers). The schedule's own rate over the same requests is what the client was
         // asked to match; for Poisson arrivals it differs from the target by chance alone.
         let achieved = Achieved {
-            request_rate: m.sent_span.rate_per_s(m.sent),
-            schedule_rate: m.intended_span.rate_per_s(m.sent),
+            request_rate: m.sent_span.rate_per_s(m.tally.sent),
+            schedule_rate: m.intended_span.rate_per_s(m.tally.sent),
             // Little's law: mean number in flight = total time in flight / time observed.
             concurrency_mean: per_s(m.e2e_all_ns as f64 / NS_PER_S),
         };
         let overhead = overhead(st, &facts, m, &achieved, &mut warnings);
-        let stages = self
-            .stages
-            .as_ref()
-            .map(|t| t.summaries(&st.percentiles, &mut warnings));
-        let verdict = verdict(&counts, &overhead, facts.interrupted, st.max_failed_percent);
+        let stages = self.stages.as_ref().map(|t| t.summaries(ps, &mut warnings));
+        let verdict = verdict(
+            &counts,
+            &overhead,
+            facts.interrupted,
+            plan.max_failed_percent,
+        );
         Summary {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(),
@@ -78,11 +81,11 @@ impl Collector {
             duration_s: duration_ns as f64 / NS_PER_S,
             throughput,
             target: TargetLoad {
-                request_rate: st.target_rate,
-                concurrency: st.target_concurrency,
+                request_rate: st.target_rate(),
+                concurrency: plan.target_concurrency(),
             },
             achieved,
-            latency_ms: latency(m, &st.percentiles),
+            latency_ms: latency(m, ps),
             tokens: tokens(m),
             overhead,
             warnings,
@@ -95,22 +98,15 @@ impl Collector {
             sessions: m
                 .sessions
                 .as_ref()
-                .map(|t| t.summary(&st.percentiles, st.target_session_rate)),
-            cancellations: m
-                .cancels
-                .as_ref()
-                .map(|t| t.summary(m.sent, &st.percentiles)),
-            endpoints: m
-                .endpoints
-                .as_ref()
-                .map(|t| t.summary(&st.percentiles, duration_ns)),
+                .map(|t| t.summary(ps, st.target_session_rate())),
+            cancellations: m.cancels.as_ref().map(|t| t.summary(m.tally.sent, ps)),
+            endpoints: m.endpoints.as_ref().map(|t| t.summary(ps, duration_ns)),
             stages,
-            tools: m.tools.summary(st.tools_offered && st.endpoint.generates()),
-            pooling: m
-                .pooling
-                .as_ref()
-                .map(|p| p.summary(st.endpoint, &st.percentiles)),
-            upload: Some(m.upload.summary(&st.percentiles, per_s)),
+            tools: m
+                .tools
+                .summary(st.tools_offered() && plan.endpoint.generates()),
+            pooling: m.pooling.as_ref().map(|p| p.summary(plan.endpoint, ps)),
+            upload: Some(m.upload.summary(ps, per_s)),
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
@@ -122,17 +118,17 @@ impl Collector {
 /// The rates over the measured duration (`per_s`); goodput's only `with_slos`.
 fn throughput(m: &Measured, with_slos: bool, per_s: impl Fn(f64) -> Option<f64>) -> Throughput {
     Throughput {
-        requests_per_s: per_s(m.ok as f64),
+        requests_per_s: per_s(m.tally.ok as f64),
         output_tokens_per_s: per_s(m.output_tokens as f64),
         total_tokens_per_s: per_s((m.isl.client_total + m.output_tokens) as f64),
         goodput_requests_per_s: per_s(m.good as f64).filter(|_| with_slos),
         goodput_output_tokens_per_s: per_s(m.good_output_tokens as f64).filter(|_| with_slos),
-        good_fraction: (with_slos && m.sent > 0).then(|| m.good as f64 / m.sent as f64),
+        good_fraction: (with_slos && m.tally.sent > 0).then(|| m.good as f64 / m.tally.sent as f64),
         inputs_per_s: m.pooling.as_ref().and_then(|p| per_s(p.inputs as f64)),
         input_tokens_per_s: per_s(m.isl.client_total as f64),
         server_input_tokens_per_s: m
             .isl
-            .server_total_of_all(m.ok)
+            .server_total_of_all(m.tally.ok)
             .and_then(|n| per_s(n as f64)),
     }
 }
@@ -151,8 +147,9 @@ fn tokens(m: &Measured) -> Tokens {
 /// The run's exit status and its reasons, from the counts and the overhead verdict.
 fn verdict(c: &Counts, o: &Overhead, interrupted: bool, max_failed: Option<f64>) -> Verdict {
     let mut v = Verdict {
-        none_succeeded: c.ok == 0,
-        failed_percent: (c.sent > 0).then(|| c.failed as f64 * 100.0 / c.sent as f64),
+        none_succeeded: c.tally.ok == 0,
+        failed_percent: (c.tally.sent > 0)
+            .then(|| c.tally.failed as f64 * 100.0 / c.tally.sent as f64),
         max_failed_percent: max_failed,
         ..Verdict::default()
     };
@@ -165,17 +162,17 @@ fn verdict(c: &Counts, o: &Overhead, interrupted: bool, max_failed: Option<f64>)
             .iter()
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        v.reasons.push(match c.sent {
+        v.reasons.push(match c.tally.sent {
             0 => "no measured request was sent".to_string(),
             sent => format!(
                 "no measured request succeeded: {} of {sent} failed ({}), {} cancelled",
-                c.failed,
+                c.tally.failed,
                 if kinds.is_empty() {
                     "none".into()
                 } else {
                     kinds.join(", ")
                 },
-                c.cancelled
+                c.tally.cancelled
             ),
         });
     }
@@ -249,34 +246,23 @@ fn close_hlogs(
 }
 
 fn counts(m: &Measured, warmup: u64, scheduled_total: u64, warnings: &mut Vec<String>) -> Counts {
-    // Internal bookkeeping: every sent outcome is exactly one of ok, failure, cancelled.
-    debug_assert_eq!(m.sent, m.ok + m.failed + m.cancelled);
-    if m.sent != m.ok + m.failed + m.cancelled {
-        warnings.push(format!(
-            "INVARIANT BROKEN: sent {} != ok {} + failed {} + cancelled {}",
-            m.sent, m.ok, m.failed, m.cancelled
-        ));
-    }
     // Records come from workers: one lost or duplicated is a fact to report loudly, not a
     // reason to abort the summary (so a warning, not an assertion).
     let scheduled = scheduled_total.saturating_sub(warmup);
-    if scheduled_total != warmup + m.sent + m.not_sent {
+    let t = m.tally;
+    if scheduled_total != warmup + t.sent + t.not_sent {
         warnings.push(format!(
             "INVARIANT BROKEN: scheduled {scheduled_total} (warm-up {warmup} included) but \
              {} records arrived: measured scheduled {scheduled} != sent {} + not_sent {}",
-            warmup + m.sent + m.not_sent,
-            m.sent,
-            m.not_sent
+            warmup + t.sent + t.not_sent,
+            t.sent,
+            t.not_sent
         ));
     }
     Counts {
         scheduled,
-        sent: m.sent,
-        ok: m.ok,
-        failed: m.failed,
-        cancelled: m.cancelled,
+        tally: t,
         cancelled_by_client: m.cancelled_by_client,
-        not_sent: m.not_sent,
         warmup,
         failed_by_kind: m
             .failed_by_kind
@@ -295,7 +281,7 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
             "{} of {} successful requests got a different number of output tokens than asked \
              (server usage vs max_tokens): the server did not honour ignore_eos/min_tokens, so \
              OSL-dependent figures are not at the asked length",
-            m.osl_mismatch, m.ok
+            m.osl_mismatch, m.tally.ok
         ));
     }
     if m.bad_stamps > 0 {
@@ -316,7 +302,7 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
             "{} of {} successful streamed requests carried no token-bearing event (no text, \
              and no usage to count empty-text tokens by): they are not in TTFT, TTST, TPOT, ITL \
              or max stall",
-            m.no_token, m.ok
+            m.no_token, m.tally.ok
         ));
     }
     if m.empty_text_only > 0 {
@@ -324,7 +310,7 @@ fn data_warnings(m: &Measured, warnings: &mut Vec<String>) {
             "{} of {} successful streamed requests streamed only empty-text tokens (`\"content\": \
              \"\"` chunks, the server's usage counting tokens): their TTFT is their first such \
              chunk, as vLLM counts it; they have no TTFO or TTFV",
-            m.empty_text_only, m.ok
+            m.empty_text_only, m.tally.ok
         ));
     }
     if m.delivery_negative > 0 {
@@ -385,16 +371,19 @@ fn overhead(
     let mut loop_lag = Dist::new();
     ws.iter()
         .for_each(|w| loop_lag.merge_histogram(&w.loop_lag));
-    let sched_lag_ms = m.dists.sched_lag.stats_ms(&plan.percentiles);
-    let loop_lag_ms = loop_lag.stats_ms(&plan.percentiles);
+    let sched_lag_ms = m.dists.sched_lag.stats_ms(&plan.plan.percentiles);
+    let loop_lag_ms = loop_lag.stats_ms(&plan.plan.percentiles);
     // A p99 of fewer than 100 probes (under a second of run) is their maximum: a short run's
     // first wake-up, not a finding (the console marks it with `*` like every small sample).
     let judged = !loop_lag_ms.is_small("p99");
-    if let Some(p99) = loop_lag_ms.p99.filter(|&p| judged && p > plan.max_lag_ms) {
+    if let Some(p99) = loop_lag_ms
+        .p99
+        .filter(|&p| judged && p > plan.plan.max_lag_ms)
+    {
         warnings.push(format!(
             "event-loop lag p99 {p99:.3} ms is above the {:.3} ms bound: reads may have been \
              stamped late",
-            plan.max_lag_ms
+            plan.plan.max_lag_ms
         ));
     }
     let workers: Vec<WorkerOverhead> = ws.iter().map(worker_overhead).collect();
@@ -415,7 +404,7 @@ fn overhead(
         .reduce(f64::max);
     Overhead {
         delivery_delay_ms: (m.dists.delivery_delay.count() > 0)
-            .then(|| m.dists.delivery_delay.stats_ms(&plan.percentiles)),
+            .then(|| m.dists.delivery_delay.stats_ms(&plan.plan.percentiles)),
         sched_lag_ms,
         loop_lag_ms,
         worker_cpu_percent: ratio(cpu_ns, sum(|w| w.wall_ns)).map(|r| r * 100.0),
@@ -507,7 +496,7 @@ fn kernel_rx(
         ));
     }
     if delay.count() > 0 {
-        return (Some(delay.stats_ms(&plan.percentiles)), None);
+        return (Some(delay.stats_ms(&plan.plan.percentiles)), None);
     }
     let why = ws
         .iter()
@@ -648,7 +637,7 @@ pub fn judge_overhead(
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     let asked = plan
-        .target_rate
+        .target_rate()
         .map(|t| achieved.schedule_rate.unwrap_or(t));
     if let (Some(asked), Some(got)) = (asked, achieved.request_rate) {
         if got < MIN_RATE_FRACTION * asked {
@@ -659,10 +648,10 @@ pub fn judge_overhead(
             ));
         }
     }
-    if let Some(p99) = sched_lag_p99_ms.filter(|&p| p > plan.max_lag_ms) {
+    if let Some(p99) = sched_lag_p99_ms.filter(|&p| p > plan.plan.max_lag_ms) {
         reasons.push(format!(
             "scheduling lag p99 {p99:.3} ms is above the {:.3} ms bound (--max-lag)",
-            plan.max_lag_ms
+            plan.plan.max_lag_ms
         ));
     }
     for w in workers {

@@ -45,13 +45,13 @@ pub use settings::{Settings, SettingsError};
 
 use crate::plan::{Plan, Slo, SloMetric};
 use crate::record::{OslSource, Outcome, Record};
-use crate::summary::{Metric, OutputSource};
+use crate::summary::{Metric, OutputSource, Tally};
 use log::RequestLog;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-pub use crate::worker::stats::WorkerStats;
+pub use crate::summary::workers::WorkerStats;
 
 /// Facts about the run that records do not carry, handed to `finish`.
 #[derive(Clone, Debug, Default)]
@@ -85,18 +85,9 @@ pub struct RunFacts {
 /// `sent` counts ended requests that had been sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LiveCounts {
-    /// Records collected so far, warm-up included.
-    pub records: u64,
-    /// Of them, requests that had been handed to the kernel (any outcome but `not_sent`).
-    pub sent: u64,
-    /// Ended with a complete 2xx response.
-    pub ok: u64,
-    /// Ended in a failure of any kind.
-    pub failed: u64,
-    /// Sent, then abandoned because the run was stopped.
-    pub cancelled: u64,
-    /// Scheduled but never sent (the run stopped first).
-    pub not_sent: u64,
+    /// Every record so far by how it ended, warm-up included: `sent` counts ended requests
+    /// that had been handed to the kernel.
+    pub tally: Tally,
     /// Of the records, how many were warm-up.
     pub warmup: u64,
     /// The latest send stamp and the latest end stamp seen, run-clock ns.
@@ -110,18 +101,14 @@ pub struct LiveCounts {
 }
 
 impl LiveCounts {
+    /// Records collected so far, warm-up included.
+    pub fn records(&self) -> u64 {
+        self.tally.sent + self.tally.not_sent
+    }
+
     fn count(&mut self, rec: &Record) {
-        self.records += 1;
+        self.tally.add(rec.outcome);
         self.warmup += rec.warmup as u64;
-        match rec.outcome {
-            Outcome::NotSent => self.not_sent += 1,
-            Outcome::Ok => self.ok += 1,
-            Outcome::Cancelled | Outcome::CancelledByClient => self.cancelled += 1,
-            _ => self.failed += 1,
-        }
-        if rec.outcome.was_sent() {
-            self.sent += 1;
-        }
         self.last_sent_ns = self.last_sent_ns.max(rec.sent_ns.unwrap_or(0));
         self.last_done_ns = self.last_done_ns.max(rec.done_ns.unwrap_or(0));
     }
@@ -200,11 +187,7 @@ impl Span {
 /// Counters over measured (non-warm-up) records.
 #[derive(Clone, Debug, Default)]
 struct Measured {
-    sent: u64,
-    ok: u64,
-    failed: u64,
-    cancelled: u64,
-    not_sent: u64,
+    tally: Tally,
     /// Keyed by outcome and, for HTTP statuses only, the code; turned into strings at the end
     /// so that a failure costs no allocation.
     failed_by_kind: BTreeMap<(Outcome, u16), u64>,
@@ -257,8 +240,6 @@ struct Measured {
 /// histograms and counters), the request log being written, and what the summary needs from
 /// the plan. Fed records by `add`; `finish` turns it into the `Summary`.
 pub struct Collector {
-    stream: bool,
-    slos: Vec<Slo>,
     /// What the summary needs from the plan; also written to the `run.json` sidecar.
     settings: Settings,
     /// Where `requests.jsonl` and the `run.json` sidecar go.
@@ -285,7 +266,7 @@ impl Collector {
         let mut c = Self::from_settings(Settings::from_plan(plan).map_err(io::Error::other)?);
         c.log = out_dir.map(RequestLog::create).transpose()?;
         c.hlog = out_dir
-            .map(|d| hlog::IntervalLogs::create(d, c.stream))
+            .map(|d| hlog::IntervalLogs::create(d, c.settings.stream))
             .transpose()?;
         c.output_tokenizer = plan
             .workload
@@ -300,14 +281,12 @@ impl Collector {
 
     /// A collector with no log, fed from a `requests.jsonl` by `ringbench report`.
     pub fn from_settings(settings: Settings) -> Self {
-        let stall_ns = settings.stall_ns;
-        let sessions = settings.sessions.as_ref().map(sessions::SessionTally::new);
-        let cancels = settings.cancel.map(cancels::CancelTally::new);
+        let plan = &settings.plan;
+        let sessions = plan.sessions.as_ref().map(sessions::SessionTally::new);
+        let cancels = plan.cancel.map(cancels::CancelTally::new);
         let endpoints =
-            (settings.targets.len() > 1).then(|| endpoints::EndpointTally::new(&settings.targets));
+            (plan.targets.len() > 1).then(|| endpoints::EndpointTally::new(&plan.targets));
         Collector {
-            stream: settings.stream,
-            slos: settings.goodput.clone(),
             out_dir: None,
             log: None,
             log_error: None,
@@ -318,14 +297,14 @@ impl Collector {
             warmup: 0,
             warmup_by: Default::default(),
             m: Measured {
-                stalls: stalls::StallTally::new(stall_ns),
+                stalls: stalls::StallTally::new(settings.stall_ns),
                 sessions,
                 cancels,
                 endpoints,
-                pooling: (!settings.endpoint.generates()).then(Default::default),
+                pooling: (!plan.endpoint.generates()).then(Default::default),
                 ..Measured::default()
             },
-            stages: stages::StageTally::new(&settings.stages, settings.shard),
+            stages: stages::StageTally::new(&plan.stages, plan.this_shard()),
             settings,
         }
     }
@@ -334,7 +313,11 @@ impl Collector {
     /// --out` and `merge`, from `requests.jsonl`), `BaseTime` `base`: the records go through
     /// the same writer as a live run's.
     pub fn log_intervals(&mut self, dir: &Path, base: std::time::SystemTime) -> io::Result<()> {
-        self.hlog = Some(hlog::IntervalLogs::create_at(dir, self.stream, base)?);
+        self.hlog = Some(hlog::IntervalLogs::create_at(
+            dir,
+            self.settings.stream,
+            base,
+        )?);
         Ok(())
     }
 
@@ -360,7 +343,7 @@ impl Collector {
         self.log_record(rec);
         self.live.count(rec);
         if let Some(t) = self.stages.as_mut() {
-            t.add(rec, self.stream);
+            t.add(rec, self.settings.stream);
         }
         if rec.warmup {
             self.warmup += 1;
@@ -370,8 +353,10 @@ impl Collector {
             w.both += u64::from(by.count && by.duration);
             return;
         }
+        let plan = &self.settings.plan;
+        let asked_osl = plan.fixed_output_tokens();
         self.m
-            .add(rec, self.stream, &self.slos, self.settings.output_tokens);
+            .add(rec, self.settings.stream, &plan.goodput, asked_osl);
         if let Some(Err(e)) = self.hlog.as_mut().map(|h| h.add(rec)) {
             self.hlog_error = Some(e);
             self.hlog = None;
@@ -421,11 +406,10 @@ impl Measured {
         if let Some(t) = self.endpoints.as_mut() {
             t.add(rec, stream);
         }
+        self.tally.add(rec.outcome);
         if !rec.outcome.was_sent() {
-            self.not_sent += 1;
             return;
         }
-        self.sent += 1;
         self.add_stamps(rec);
         self.series.add(rec, stream);
         match rec.outcome {
@@ -437,16 +421,13 @@ impl Measured {
                 }
                 self.add_ok(rec, stream, slos)
             }
-            Outcome::Cancelled => self.cancelled += 1,
             Outcome::CancelledByClient => {
-                self.cancelled += 1;
                 self.cancelled_by_client += 1;
                 if let Some(t) = self.cancels.as_mut() {
                     t.add(rec);
                 }
             }
-            kind => {
-                self.failed += 1;
+            kind if kind.is_failure() => {
                 let status = if kind == Outcome::HttpStatus {
                     rec.status
                 } else {
@@ -455,6 +436,7 @@ impl Measured {
                 *self.failed_by_kind.entry((kind, status)).or_insert(0) += 1;
                 self.errors.add(rec);
             }
+            _ => {}
         }
     }
 
@@ -489,7 +471,6 @@ impl Measured {
     }
 
     fn add_ok(&mut self, rec: &Record, stream: bool, slos: &[Slo]) {
-        self.ok += 1;
         self.isl.add(rec);
         self.tools.add(rec);
         self.upload.add(rec);
@@ -647,7 +628,13 @@ mod tests {
         c.add(&Record::default());
         let l = c.live();
         assert_eq!(
-            (l.records, l.sent, l.ok, l.not_sent, l.warmup),
+            (
+                l.records(),
+                l.tally.sent,
+                l.tally.ok,
+                l.tally.not_sent,
+                l.warmup
+            ),
             (3, 2, 2, 1, 1)
         );
         assert_eq!(l.in_flight, None);

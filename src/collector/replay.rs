@@ -154,7 +154,7 @@ pub fn recompute_to(
     hlog_dir: Option<&Path>,
 ) -> Result<Summary, ReplayError> {
     let (side, settings) = settings(dir, o)?;
-    let percentiles = settings.percentiles.clone();
+    let percentiles = settings.plan.percentiles.clone();
     let mut c = Collector::from_settings(settings);
     if let Some(clock) = &side.clock {
         c.set_schedule_start(clock.schedule_start_ns);
@@ -213,6 +213,6 @@ pub fn definitions(
     read_records(dir, |r| views.iter_mut().for_each(|v| v.add(r)))?;
     Ok(views
         .iter()
-        .map(|v| v.finish(&settings.percentiles))
+        .map(|v| v.finish(&settings.plan.percentiles))
         .collect())
 }

@@ -10,13 +10,12 @@ use crate::plan::session::MAX_TURNS;
 use crate::plan::{SessionEnd, SessionSpec};
 use crate::record::{Outcome, Record};
 use crate::summary::session::{Sessions, TurnRow};
-use crate::summary::Metric;
+use crate::summary::{Metric, Tally};
 
 /// One turn index's sums.
 #[derive(Clone, Debug, Default)]
 struct Row {
-    requests: u64,
-    ok: u64,
+    tally: Tally,
     ttft: Dist,
     itl: Dist,
     prompt_sum: u64,
@@ -89,11 +88,10 @@ impl SessionTally {
             }
         }
         let row = &mut self.rows[k];
-        row.requests += u64::from(sent);
+        row.tally.add(rec.outcome);
         if rec.outcome != Outcome::Ok {
             return;
         }
-        row.ok += 1;
         record_metric(Metric::Ttft, rec, stream, &mut row.ttft);
         record_metric(Metric::Itl, rec, stream, &mut row.itl);
         let prompt = u64::from(rec.prompt_tokens());
@@ -128,11 +126,10 @@ impl SessionTally {
                 .rows
                 .iter()
                 .enumerate()
-                .filter(|(_, r)| r.requests > 0)
+                .filter(|(_, r)| r.tally.sent > 0)
                 .map(|(k, r)| TurnRow {
                     turn: k as u32 + 1,
-                    requests: r.requests,
-                    ok: r.ok,
+                    tally: r.tally,
                     ttft_ms: r.ttft.stats_ms(percentiles),
                     itl_ms: r.itl.stats_ms(percentiles),
                     prompt_tokens_mean: mean(r.prompt_sum, r.prompts),

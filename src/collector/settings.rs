@@ -5,45 +5,23 @@
 //! sidecar (`Plan` is serde both ways), so one code path (`finish::summarize`) turns records
 //! into a summary either way. Never prints.
 
-use crate::plan::{Endpoint, Plan, Shard, Slo, Stage};
+use crate::plan::{Plan, Slo};
 use serde_json::Value;
 
+/// The plan a summary is made under, the two values the collector reads on every record
+/// derived once, and the `config` the summary reprints. Everything else (percentiles, SLOs,
+/// stages, the failure gate, …) is read from `plan`, the one copy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
+    /// The run's plan (`report --percentiles` / `--goodput` already applied).
+    pub plan: Plan,
     /// Responses come as a stream: `--stream` on a generating endpoint (a pooling endpoint
     /// answers with one body, as `--no-stream` does).
     pub stream: bool,
-    /// The API called (`--endpoint`): a pooling one gets the summary's `pooling` block.
-    pub endpoint: Endpoint,
-    /// Tools were offered (`--tools`): the summary's `tools` block is shown even when no
-    /// answer called one.
-    pub tools_offered: bool,
-    pub goodput: Vec<Slo>,
-    pub percentiles: Vec<f64>,
-    /// Requests per second asked; `None` for a closed loop and for conversations (whose
-    /// schedule starts sessions: `sessions.target_session_rate`).
-    pub target_rate: Option<f64>,
-    pub target_concurrency: Option<u32>,
-    pub max_lag_ms: f64,
     /// `--stall-ms`, in ns: a chunk gap above it is a stall.
     pub stall_ns: u64,
-    /// `max_tokens` asked of every request, when the plan fixes one (the OSL check).
-    pub output_tokens: Option<u32>,
-    /// `--max-failed`: the failure share (percent of measured sent) that fails the gate.
-    pub max_failed_percent: Option<f64>,
-    /// Conversations (`--turns`), whose figures the summary's `sessions` block gives.
-    pub sessions: Option<crate::plan::SessionSpec>,
-    /// Client-side cancellations (`--cancel-rate`).
-    pub cancel: Option<crate::plan::CancelSpec>,
-    /// Sessions started per second asked (`--session-rate`).
-    pub target_session_rate: Option<f64>,
-    /// `--stages`: the stages the summary is split by (empty: none).
-    pub stages: Vec<Stage>,
-    /// The part of the run this is (`--shard`): a stage's scheduled count is its share.
-    pub shard: Shard,
-    /// The servers' URLs, in `--url`'s order (empty: the built-in simulator).
-    pub targets: Vec<String>,
-    /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted).
+    /// The resolved plan as `summary.json`'s `config` shows it (secrets already redacted):
+    /// the plan's own for a run, the stored one as it was read for `ringbench report`.
     pub config: Value,
 }
 
@@ -56,23 +34,9 @@ pub struct SettingsError(pub String);
 impl Settings {
     pub fn from_plan(plan: &Plan) -> Result<Self, SettingsError> {
         Ok(Settings {
+            plan: plan.clone(),
             stream: plan.stream && plan.endpoint.generates(),
-            endpoint: plan.endpoint,
-            tools_offered: !plan.api.tools.is_empty(),
-            goodput: plan.goodput.clone(),
-            percentiles: plan.percentiles.clone(),
-            target_rate: plan.target_rate().filter(|_| plan.sessions.is_none()),
-            target_concurrency: plan.target_concurrency(),
-            max_lag_ms: plan.max_lag_ms,
             stall_ns: (plan.stall_ms * 1e6) as u64,
-            output_tokens: plan.fixed_output_tokens(),
-            max_failed_percent: plan.max_failed_percent,
-            sessions: plan.sessions.clone(),
-            cancel: plan.cancel,
-            target_session_rate: plan.target_rate().filter(|_| plan.sessions.is_some()),
-            stages: plan.stages.clone(),
-            shard: plan.this_shard(),
-            targets: plan.targets.iter().map(|t| t.url.clone()).collect(),
             config: serde_json::to_value(plan).map_err(|e| SettingsError(e.to_string()))?,
         })
     }
@@ -91,15 +55,36 @@ impl Settings {
     /// Other percentiles (`report --percentiles`); the config shows what was used.
     pub fn with_percentiles(mut self, percentiles: Vec<f64>) -> Self {
         self.config["percentiles"] = serde_json::json!(percentiles);
-        self.percentiles = percentiles;
+        self.plan.percentiles = percentiles;
         self
     }
 
     /// Other SLOs (`report --goodput`); the config shows what was used.
     pub fn with_goodput(mut self, goodput: Vec<Slo>) -> Self {
         self.config["goodput"] = serde_json::to_value(&goodput).unwrap_or(Value::Null);
-        self.goodput = goodput;
+        self.plan.goodput = goodput;
         self
+    }
+
+    /// Requests per second asked; `None` for a closed loop and for conversations (whose
+    /// schedule starts sessions: `sessions.target_session_rate`).
+    pub fn target_rate(&self) -> Option<f64> {
+        self.plan
+            .target_rate()
+            .filter(|_| self.plan.sessions.is_none())
+    }
+
+    /// Sessions started per second asked (`--session-rate`).
+    pub fn target_session_rate(&self) -> Option<f64> {
+        self.plan
+            .target_rate()
+            .filter(|_| self.plan.sessions.is_some())
+    }
+
+    /// Tools were offered (`--tools`): the summary's `tools` block is shown even when no
+    /// answer called one.
+    pub fn tools_offered(&self) -> bool {
+        !self.plan.api.tools.is_empty()
     }
 }
 
@@ -136,7 +121,8 @@ mod tests {
         });
         let varied = Settings::from_plan(&varied).unwrap();
         assert_eq!(
-            varied.output_tokens, None,
+            varied.plan.fixed_output_tokens(),
+            None,
             "no OSL check against one length"
         );
         assert_eq!(Settings::from_config(&varied.config).unwrap(), varied);

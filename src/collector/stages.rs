@@ -108,22 +108,15 @@ impl StageTally {
             c.warmup += 1;
             return;
         }
+        c.tally.add(rec.outcome);
         if !rec.outcome.was_sent() {
-            c.not_sent += 1;
             return;
         }
-        c.sent += 1;
         if let (Some(w), Some(sent)) = (window, rec.sent_ns) {
             one.sent_in_window += u64::from(w.contains(&sent));
         }
         if let Some(lag) = rec.sched_lag_ns() {
             one.sched_lag.record(lag);
-        }
-        match rec.outcome {
-            Outcome::Ok => c.ok += 1,
-            o if o.is_failure() => c.failed += 1,
-            // Cut by the run's stop, or by the client on purpose (`--cancel-rate`).
-            _ => c.cancelled += 1,
         }
         if rec.outcome != Outcome::Ok {
             return;
@@ -149,14 +142,15 @@ impl StageTally {
             let own = self.shard.share(first + one.stage.arrivals()) - self.shard.share(first);
             let mut counts = one.counts.clone();
             counts.scheduled = own.saturating_sub(counts.warmup);
-            if counts.scheduled != counts.sent + counts.not_sent {
+            let t = counts.tally;
+            if counts.scheduled != t.sent + t.not_sent {
                 warnings.push(format!(
                     "INVARIANT BROKEN: stage {index} scheduled {} measured arrivals but {} \
                      records arrived (sent {} + not_sent {})",
                     counts.scheduled,
-                    counts.sent + counts.not_sent,
-                    counts.sent,
-                    counts.not_sent
+                    t.sent + t.not_sent,
+                    t.sent,
+                    t.not_sent
                 ));
             }
             let duration_s = one.stage.duration_ns as f64 / 1e9;
@@ -165,7 +159,7 @@ impl StageTally {
                 target_request_rate: one.stage.request_rate,
                 start_s: one.start_ns as f64 / 1e9,
                 duration_s,
-                achieved_request_rate: (duration_s > 0.0).then(|| counts.sent as f64 / duration_s),
+                achieved_request_rate: (duration_s > 0.0).then(|| t.sent as f64 / duration_s),
                 counts,
                 sent_in_window: one.sent_in_window,
                 sched_lag_ms: one.sched_lag.stats_ms(percentiles),

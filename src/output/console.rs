@@ -95,17 +95,18 @@ fn kernel_net(o: &Overhead) -> String {
 
 fn results(s: &Summary, out: &mut impl Write) -> io::Result<()> {
     let c = &s.counts;
+    let t = &c.tally;
     if s.interrupted {
         row(out, "INTERRUPTED:", "figures cover the run until the stop")?;
     }
-    row(out, "Successful requests:", c.ok)?;
-    row(out, "Failed requests:", c.failed)?;
+    row(out, "Successful requests:", t.ok)?;
+    row(out, "Failed requests:", t.failed)?;
     failures(s, out)?;
-    if c.cancelled > 0 || c.not_sent > 0 {
+    if t.cancelled > 0 || t.not_sent > 0 {
         row(
             out,
             "Cancelled / not sent:",
-            format!("{} / {}", c.cancelled, c.not_sent),
+            format!("{} / {}", t.cancelled, t.not_sent),
         )?;
     }
     if c.warmup > 0 {
@@ -344,8 +345,8 @@ fn input_tokens(s: &Summary) -> String {
     let mut line = format!("{} ({how})", t.input_total);
     if let (Some(server), Some(ratio)) = (t.input_total_server, t.input_server_ratio) {
         line.push_str(&format!(" · server {server}"));
-        if t.input_server_reports < s.counts.ok {
-            let (n, of) = (t.input_server_reports, s.counts.ok);
+        if t.input_server_reports < s.counts.tally.ok {
+            let (n, of) = (t.input_server_reports, s.counts.tally.ok);
             line.push_str(&format!(" over {n} of {of} requests"));
         }
         line.push_str(&format!(" (×{ratio:.2})"));
@@ -914,7 +915,7 @@ impl ProgressGoal {
         let by_count = self
             .requests
             .filter(|n| *n > 0)
-            .map(|n| live.records as f64 / n as f64);
+            .map(|n| live.records() as f64 / n as f64);
         let f = match (by_time, by_count) {
             (Some(a), Some(b)) => a.max(b),
             (a, b) => a.or(b)?,
@@ -927,7 +928,7 @@ impl ProgressGoal {
         match (self.duration_s, self.requests) {
             (Some(d), _) if d.fract() == 0.0 => format!("{elapsed_s:.1}/{d:.0} s"),
             (Some(d), _) => format!("{elapsed_s:.1}/{d:.1} s"),
-            (None, Some(n)) => format!("{elapsed_s:.1} s, {}/{n} requests", live.records),
+            (None, Some(n)) => format!("{elapsed_s:.1} s, {}/{n} requests", live.records()),
             (None, None) => format!("{elapsed_s:.1} s"),
         }
     }
@@ -940,16 +941,16 @@ impl ProgressGoal {
 /// requests so far.
 pub fn progress_line(live: &LiveCounts, elapsed_s: f64, goal: &ProgressGoal) -> String {
     let mut line = goal.done(live, elapsed_s);
-    line += &format!(" | sent {}", live.sent + live.in_flight.unwrap_or(0));
+    line += &format!(" | sent {}", live.tally.sent + live.in_flight.unwrap_or(0));
     if let Some(n) = live.in_flight {
         line += &format!(" | in flight {n}");
     }
-    line += &format!(" | ok {} | failed {}", live.ok, live.failed);
+    line += &format!(" | ok {} | failed {}", live.tally.ok, live.tally.failed);
     if live.warmup > 0 {
         line += &format!(" | warm-up {}", live.warmup);
     }
     let rate = if elapsed_s > 0.0 {
-        live.ok as f64 / elapsed_s
+        live.tally.ok as f64 / elapsed_s
     } else {
         0.0
     };
@@ -1007,6 +1008,7 @@ fn not_a_measurement(demo: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::Tally;
 
     #[test]
     fn the_verdict_says_the_exit_status_in_its_word() {
@@ -1035,9 +1037,11 @@ mod tests {
     #[test]
     fn progress_line_shows_what_is_known() {
         let live = LiveCounts {
-            records: 1200,
-            sent: 1234,
-            ok: 1200,
+            tally: Tally {
+                sent: 1234,
+                ok: 1200,
+                ..Tally::default()
+            },
             in_flight: Some(12),
             ttft_p50_ns: Some(21_304_000),
             ..Default::default()
@@ -1063,7 +1067,7 @@ mod tests {
         };
         assert_eq!(
             progress_line(&live, 0.0, &goal),
-            "0.0 s, 1200/2000 requests | sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
+            "0.0 s, 1234/2000 requests | sent 1234 | ok 1200 | failed 0 | warm-up 3 | 0.0 req/s"
         );
     }
 
@@ -1078,7 +1082,10 @@ mod tests {
         assert_eq!(goal.duration_s, Some(12.0));
         assert_eq!(goal.requests, Some(110));
         let live = LiveCounts {
-            records: 55,
+            tally: Tally {
+                not_sent: 55,
+                ..Tally::default()
+            },
             ..Default::default()
         };
         assert_eq!(goal.fraction(&live, 3.0), Some(0.5));

@@ -1,18 +1,10 @@
-//! Part of the output (built with the `plot` feature): a `plot::Chart` drawn with `plotters`
+//! Part of the output (built with the `plot` feature): a `chart::Chart` drawn with `plotters`
 //! into memory — SVG text left to the viewer's fonts, PNG text drawn with the shipped
 //! DejaVu Sans. Writes nothing itself; never prints.
 
-use super::plot::{tick, Chart, PlotError};
+use super::chart::{tick, Chart, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-
-pub(crate) fn svg(c: &Chart) -> Result<Option<String>, PlotError> {
-    c.svg_doc()
-}
-
-pub(crate) fn png(c: &Chart) -> Result<Option<Vec<u8>>, PlotError> {
-    c.png_file()
-}
 
 /// The size every chart is drawn at, pixels.
 pub(crate) const W: u32 = 720;
@@ -28,7 +20,7 @@ pub(crate) const COLORS: [RGBColor; 6] = [
 
 impl Chart {
     /// The chart as an SVG document; `None` when there is nothing to draw.
-    pub(crate) fn svg_doc(&self) -> Result<Option<String>, PlotError> {
+    pub fn svg(&self) -> Result<Option<String>, PlotError> {
         let mut out = String::new();
         let drawn = self.render(SVGBackend::with_string(&mut out, (W, H)).into_drawing_area())?;
         Ok(drawn.then_some(out))
@@ -36,7 +28,7 @@ impl Chart {
 
     /// The chart as a PNG file (W×H, 8-bit RGB), text drawn with the shipped font; `None`
     /// when there is nothing to draw.
-    pub(crate) fn png_file(&self) -> Result<Option<Vec<u8>>, PlotError> {
+    pub fn png(&self) -> Result<Option<Vec<u8>>, PlotError> {
         let mut rgb = vec![0u8; (W * H * 3) as usize];
         let area = BitMapBackend::with_buffer(&mut rgb, (W, H)).into_drawing_area();
         if !self.render(area)? {

@@ -111,10 +111,13 @@ fn page(title: &str, body: &str, charts: usize) -> String {
 /// The per-run charts: CDFs of TTFT and ITL and the per-request TTFT scatter from
 /// `run_dir/requests.jsonl`, the per-interval timeline when the summary carries one (its
 /// partial last interval left out), and the server's gauges when it was scraped.
-fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<Figure> {
-    let records = plot::read_run(run_dir).ok();
+fn run_charts(
+    run_dir: &Path,
+    summary: &serde_json::Value,
+    records: Option<&plot::RunRecords>,
+) -> Vec<Figure> {
     let mut charts = vec![];
-    if let Some(r) = &records {
+    if let Some(r) = records {
         let cdf = |name: &str, h| Figure {
             name: format!("cdf_{}", name.to_lowercase()),
             chart: plot::cdf_chart_from_histogram(name, h),
@@ -127,7 +130,7 @@ fn run_charts(run_dir: &Path, summary: &serde_json::Value) -> Vec<Figure> {
         .as_array()
         .and_then(|p| p.last()?["t_s"].as_f64());
     if let (Some(last), Some(width)) = (last_t_s, ts["interval_s"].as_f64()) {
-        let end_s = records.as_ref().and_then(|r| r.end_s);
+        let end_s = records.and_then(|r| r.end_s);
         plot::drop_partial_tail(&mut timeline, last, width, end_s);
         timeline.retain(plot::shows_a_line);
     }
@@ -191,10 +194,10 @@ fn endpoints_table(s: &Summary) -> String {
     for r in rows {
         let cells = [
             escape(&r.url),
-            r.sent.to_string(),
+            r.tally.sent.to_string(),
             num(r.share_percent),
-            r.ok.to_string(),
-            r.failed.to_string(),
+            r.tally.ok.to_string(),
+            r.tally.failed.to_string(),
             num(r.requests_per_s),
             num(r.output_tokens_per_s),
             num(r.ttft_ms.p50),
@@ -216,8 +219,18 @@ fn endpoints_table(s: &Summary) -> String {
 
 /// `dir/report.html` for one run written to `dir`.
 pub fn write_run_report(dir: &Path, s: &Summary) -> io::Result<PathBuf> {
+    write_run_report_from(dir, s, plot::read_run(dir).ok().as_ref())
+}
+
+/// `write_run_report` with what the charts take from the records already read (`None`: the
+/// charts that need them are left out).
+pub fn write_run_report_from(
+    dir: &Path,
+    s: &Summary,
+    records: Option<&plot::RunRecords>,
+) -> io::Result<PathBuf> {
     let value = serde_json::to_value(s).map_err(io::Error::other)?;
-    let (plots, n) = figures_html(dir, run_charts(dir, &value))?;
+    let (plots, n) = figures_html(dir, run_charts(dir, &value, records))?;
     let mut b = String::new();
     let _ = writeln!(b, "<h1>ringbench run — {}</h1>", escape(&s.started_at));
     b.push_str(&super::html_context::run_head(s));
@@ -312,7 +325,12 @@ pub fn write_sweep_report(dir: &Path, s: &Sweep) -> io::Result<PathBuf> {
             .runs
             .first()
             .map(|r| serde_json::to_value(r).unwrap_or_default());
-        charts.extend(run_charts(&run_dir, &v.unwrap_or_default()));
+        let records = plot::read_run(&run_dir).ok();
+        charts.extend(run_charts(
+            &run_dir,
+            &v.unwrap_or_default(),
+            records.as_ref(),
+        ));
         focus_note = format!(
             "The CDFs, timelines and scatter below are of the run at load {}.",
             p.load

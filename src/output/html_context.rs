@@ -190,27 +190,27 @@ fn table(rows: &[(&str, String)]) -> String {
 
 /// What happened to the requests, interruption and never-sent ones first.
 fn counts(s: &Summary) -> String {
-    let c = &s.counts;
+    let (c, t) = (&s.counts, &s.counts.tally);
     let mut b = String::new();
     if s.interrupted {
         let _ = writeln!(
             b,
             "<p class=\"fail\">Interrupted by a signal: the figures cover the run until the \
              stop; {} of {} scheduled requests were never sent.</p>",
-            c.not_sent, c.scheduled
+            t.not_sent, c.scheduled
         );
     }
-    let mut parts = vec![format!("{} ok", c.ok), format!("{} failed", c.failed)];
-    if c.cancelled > 0 {
-        parts.push(format!("{} cancelled", c.cancelled));
+    let mut parts = vec![format!("{} ok", t.ok), format!("{} failed", t.failed)];
+    if t.cancelled > 0 {
+        parts.push(format!("{} cancelled", t.cancelled));
     }
     let _ = write!(
         b,
         "<p><b>Requests</b>: {} of {} sent; {} scheduled, {} never sent",
         parts.join(", "),
-        c.sent,
+        t.sent,
         c.scheduled,
-        c.not_sent
+        t.not_sent
     );
     if !c.failed_by_kind.is_empty() {
         let kinds: Vec<String> = (c.failed_by_kind.iter())

@@ -6,9 +6,11 @@
 //!   definitions side by side, the calibration;
 //! - `console_study`: what sweeps, searches and comparisons print;
 //! - `export`: the run in vLLM's, AIPerf's and CSV form;
-//! - `html`, `html_context` and `plot`: `report.html` with its context and charts;
+//! - `html`, `html_context`, `plot`, `chart` and `draw`: `report.html` with its context and
+//!   charts (`plot` makes them, `draw` renders them);
 //! - `study`: a sweep's and a search's files.
 
+mod chart;
 pub mod console;
 mod console_rows;
 mod console_server;
@@ -67,6 +69,22 @@ pub fn write_summary_and_exports(
     export::write_all(out, records_dir, summary, exports)
 }
 
+/// `write_run`, with vLLM's `--save-result` file when `vllm_result` asks for it: the
+/// exports and `report.html`'s charts from one read of `requests.jsonl`.
+pub fn write_run_with(
+    dir: &Path,
+    summary: &Summary,
+    exports: &[ExportKind],
+    vllm_result: Option<&crate::plan::VllmResult>,
+) -> Result<(), WriteError> {
+    console::write_summary_json(dir, summary)
+        .map_err(write_err(&dir.join(console::SUMMARY_FILE)))?;
+    let records = export::write_files(dir, dir, summary, exports, vllm_result, true)?;
+    html::write_run_report_from(dir, summary, records.as_ref())
+        .map_err(write_err(&dir.join("report.html")))?;
+    Ok(())
+}
+
 /// A sweep's files in `dir`: `sweep.json`, `sweep.csv` and `report.html` with its plots;
 /// returns the report's path.
 pub fn write_sweep(dir: &Path, sweep: &crate::summary::study::Sweep) -> io::Result<PathBuf> {
@@ -78,7 +96,5 @@ pub fn write_sweep(dir: &Path, sweep: &crate::summary::study::Sweep) -> io::Resu
 /// `summary.json`, the chosen exports, and `report.html` with `plots/`. The same for `ringbench
 /// run --out` and a library run with `Plan::out_dir`.
 pub fn write_run(dir: &Path, summary: &Summary, exports: &[ExportKind]) -> Result<(), WriteError> {
-    write_summary_and_exports(dir, dir, summary, exports)?;
-    html::write_run_report(dir, summary).map_err(write_err(&dir.join("report.html")))?;
-    Ok(())
+    write_run_with(dir, summary, exports, None)
 }

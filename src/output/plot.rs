@@ -5,115 +5,12 @@
 //! rasterized (ab_glyph) from a font built into the binary, never one looked up on the
 //! system. Reads finished results only; never prints.
 
+pub use super::chart::{Chart, PlotError};
 use crate::collector::new_histogram;
 use crate::scrape::{Concept, Kind, Scrape, Unit};
 use crate::summary::study::{Axis, Sweep};
 use hdrhistogram::Histogram;
 use std::path::Path;
-
-/// A line chart (or a scatter): named series, horizontal reference lines (SLO bounds) and
-/// vertical markers (knee, crossing). It serializes as the spec `report.html`'s script draws.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Chart {
-    /// Shown above the plot; names it in a `PlotError`.
-    pub title: String,
-    /// Label of the x axis.
-    pub x_label: String,
-    /// Label of the y axis.
-    pub y_label: String,
-    /// Each line's name and its (x, y) points.
-    pub series: Vec<(String, Vec<(f64, f64)>)>,
-    /// Horizontal reference lines: name and y.
-    pub hlines: Vec<(String, f64)>,
-    /// Vertical markers: name and x.
-    pub vlines: Vec<(String, f64)>,
-    /// A logarithmic x axis (linear when the x range does not start above 0).
-    pub log_x: bool,
-    /// The x axis' range, when it must match other charts' (`share_x`); `None`: the data's.
-    pub x_range: Option<(f64, f64)>,
-    /// A logarithmic y axis in the interactive chart (a latency axis); the static files keep
-    /// a linear one.
-    pub log_y: bool,
-    /// Points only, no lines; drawn interactively only (tens of thousands of markers make
-    /// no file worth keeping for a paper).
-    pub scatter: bool,
-    /// Shown under the chart: what was sampled or left out.
-    pub note: Option<String>,
-}
-
-/// A chart that could not be drawn or encoded: its title and why.
-#[derive(Debug, thiserror::Error)]
-#[error("plot '{0}': {1}")]
-pub struct PlotError(pub(crate) String, pub(crate) String);
-
-impl Chart {
-    /// Points of every series plus the reference lines, for axis ranges.
-    #[cfg_attr(not(feature = "plot"), allow(dead_code))]
-    pub(crate) fn ranges(&self) -> Option<((f64, f64), (f64, f64))> {
-        let pts = self.series.iter().flat_map(|(_, p)| p.iter().copied());
-        let xs: Vec<f64> = pts
-            .clone()
-            .map(|p| p.0)
-            .chain(self.vlines.iter().map(|v| v.1))
-            .collect();
-        let ys: Vec<f64> = pts
-            .map(|p| p.1)
-            .chain(self.hlines.iter().map(|h| h.1))
-            .collect();
-        let fold = |v: &[f64]| {
-            let lo = v
-                .iter()
-                .copied()
-                .filter(|x| x.is_finite())
-                .fold(f64::INFINITY, f64::min);
-            let hi = v
-                .iter()
-                .copied()
-                .filter(|x| x.is_finite())
-                .fold(f64::NEG_INFINITY, f64::max);
-            (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
-        };
-        let (x0, x1) = fold(&xs)?;
-        let (x0, x1) = self.x_range.unwrap_or((x0, x1));
-        let (_, y1) = fold(&ys)?;
-        // All x equal (a CDF of identical samples): centre them rather than draw on the axis.
-        let (x0, x1) = if x1 > x0 {
-            (x0, x1)
-        } else {
-            (x0 - 0.5, x0 + 0.5)
-        };
-        let y1 = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
-        Some(((x0, x1), (0.0, y1)))
-    }
-
-    /// The chart as an SVG document; `None` when there is nothing to draw (or when this
-    /// build has no `plot` feature).
-    pub fn svg(&self) -> Result<Option<String>, PlotError> {
-        #[cfg(feature = "plot")]
-        return super::draw::svg(self);
-        #[cfg(not(feature = "plot"))]
-        Ok(None)
-    }
-
-    /// The chart as a PNG file (720×400, 8-bit RGB), text drawn with the shipped font; `None`
-    /// when there is nothing to draw (or when this build has no `plot` feature).
-    pub fn png(&self) -> Result<Option<Vec<u8>>, PlotError> {
-        #[cfg(feature = "plot")]
-        return super::draw::png(self);
-        #[cfg(not(feature = "plot"))]
-        Ok(None)
-    }
-}
-
-#[cfg_attr(not(feature = "plot"), allow(dead_code))]
-pub(crate) fn tick(x: f64) -> String {
-    if (x - x.round()).abs() < 1e-9 || x.abs() >= 100.0 {
-        format!("{:.0}", x)
-    } else {
-        let s = format!("{x:.2}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
 
 fn axis_label(axis: Axis) -> &'static str {
     match axis {
@@ -295,34 +192,49 @@ pub struct RunRecords {
 
 /// Reads a run's `requests.jsonl` once for `RunRecords`.
 pub fn read_run(run_dir: &Path) -> Result<RunRecords, crate::collector::replay::ReplayError> {
-    let mut out = RunRecords {
-        ttft: new_histogram(),
-        itl: new_histogram(),
-        scatter: Decimated::default(),
-        end_s: None,
-    };
-    let mut end_ns: Option<u64> = None;
-    crate::collector::replay::read_records(run_dir, |r| {
+    let mut out = RunRecords::new();
+    crate::collector::replay::read_records(run_dir, |r| out.add(r))?;
+    Ok(out)
+}
+
+impl RunRecords {
+    /// Nothing seen yet.
+    pub fn new() -> Self {
+        RunRecords {
+            ttft: new_histogram(),
+            itl: new_histogram(),
+            scatter: Decimated::default(),
+            end_s: None,
+        }
+    }
+
+    /// One record of the run, in the file's order.
+    pub fn add(&mut self, r: &crate::record::Record) {
         if r.warmup {
             return;
         }
         if let (Some(_), Some(done)) = (r.sent_ns, r.done_ns) {
-            end_ns = end_ns.max(Some(done));
+            let done_s = done as f64 / 1e9;
+            self.end_s = Some(self.end_s.map_or(done_s, |e: f64| e.max(done_s)));
         }
         if r.outcome != crate::record::Outcome::Ok {
             return;
         }
         if let Some(t) = r.ttft_ns() {
-            out.ttft.saturating_record(t.max(1));
+            self.ttft.saturating_record(t.max(1));
             let sent_s = r.sent_ns.unwrap_or_default() as f64 / 1e9;
-            out.scatter.offer((round3(sent_s), round3(t as f64 / 1e6)));
+            self.scatter.offer((round3(sent_s), round3(t as f64 / 1e6)));
         }
         for gap in r.itl_gaps_ns() {
-            out.itl.saturating_record(gap.max(1));
+            self.itl.saturating_record(gap.max(1));
         }
-    })?;
-    out.end_s = end_ns.map(|ns| ns as f64 / 1e9);
-    Ok(out)
+    }
+}
+
+impl Default for RunRecords {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// To a thousandth: ms to the µs, s to the ms — what a chart can show, in a third of the
@@ -792,6 +704,7 @@ mod tests {
 
     #[test]
     fn tick_labels_are_short() {
+        use super::super::chart::tick;
         assert_eq!(tick(10.0), "10");
         assert_eq!(tick(0.25), "0.25");
         assert_eq!(tick(0.1), "0.1");

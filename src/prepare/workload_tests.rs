@@ -226,7 +226,7 @@ fn a_run_with_heavy_tailed_lengths_stores_the_workload_in_the_summary() {
     let want_out: u64 = prepared.prompts.iter().map(|p| p.max_tokens as u64).sum();
     drop(prepared);
     let summary = crate::run::run(&p).unwrap();
-    assert_eq!(summary.counts.ok, 60);
+    assert_eq!(summary.counts.tally.ok, 60);
     // The simulator answers exactly max_tokens: each request got its own length.
     assert_eq!(summary.tokens.output_total, want_out);
     let v = serde_json::to_value(&summary).unwrap();

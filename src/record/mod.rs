@@ -13,66 +13,87 @@ pub use crate::plan::RunId;
 pub use failure::Failure;
 pub use request_id::RequestId;
 
+use crate::summary::Tally;
+
 use serde::{Deserialize, Serialize};
 
-/// How a scheduled request ended. Exactly one per record.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
+/// One line per outcome: its variant, its name (in `requests.jsonl` and `failed_by_kind`) and
+/// the `counts` bucket it lands in (`Tally`'s field: `ok`, `failed`, `cancelled`, `not_sent`).
+/// `Outcome`, `Outcome::ALL`, `Outcome::name`, what is sent or a failure, and `Tally::add`
+/// all come from it, as `summary::metric`'s `metrics!` does for the distributions.
+macro_rules! outcomes {
+    ($( $(#[$doc:meta])* $variant:ident $name:ident => $bucket:ident; )*) => {
+        /// How a scheduled request ended. Exactly one per record.
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        #[serde(rename_all = "snake_case")]
+        pub enum Outcome {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Outcome {
+            /// Every outcome, in declaration order.
+            pub const ALL: [Outcome; [$(Outcome::$variant),*].len()] = [$(Outcome::$variant),*];
+
+            /// The `requests.jsonl` name (`ok`, `reset_mid_stream`, …); `http_status` for every
+            /// non-2xx status.
+            pub const fn name(self) -> &'static str {
+                match self { $( Outcome::$variant => stringify!($name), )* }
+            }
+
+            /// The `counts` bucket it lands in (`Tally`'s field name).
+            const fn bucket(self) -> &'static str {
+                match self { $( Outcome::$variant => stringify!($bucket), )* }
+            }
+        }
+
+        impl Tally {
+            /// One request that ended in `outcome`: its bucket, and `sent` unless it was never
+            /// sent (`sent = ok + failed + cancelled`).
+            pub fn add(&mut self, outcome: Outcome) {
+                match outcome { $( Outcome::$variant => self.$bucket += 1, )* }
+                self.sent += u64::from(outcome.was_sent());
+            }
+        }
+    };
+}
+
+outcomes! {
     /// Complete response, 2xx, stream ended normally.
-    Ok,
+    Ok ok => ok;
     /// Scheduled but never sent (the run stopped first). Not part of `sent`.
     #[default]
-    NotSent,
+    NotSent not_sent => not_sent;
     /// Sent, then abandoned because the run was stopped (interrupt, end of grace period).
-    Cancelled,
+    Cancelled cancelled => cancelled;
     /// Could not open a connection (refused, unreachable, connect timeout).
-    Connect,
+    Connect connect => failed;
     /// `--request-timeout` expired before the response ended.
-    Timeout,
+    Timeout timeout => failed;
     /// The server answered with a non-2xx status (kept in `Record::status`).
-    HttpStatus,
+    HttpStatus http_status => failed;
     /// The connection was reset or closed before a response head arrived.
-    ResetBeforeHead,
+    ResetBeforeHead reset_before_head => failed;
     /// The connection was reset or closed after the head, before the body ended.
-    ResetMidStream,
+    ResetMidStream reset_mid_stream => failed;
     /// The response could not be parsed: bad head, bad chunk framing, bad SSE or JSON.
-    Malformed,
+    Malformed malformed => failed;
     /// The server sent an `error` object inside the stream.
-    ErrorEvent,
+    ErrorEvent error_event => failed;
     /// An event or head larger than the client's bound.
-    Oversized,
+    Oversized oversized => failed;
     /// Any other I/O error (kept distinct so it is never mislabelled).
-    Io,
+    Io io => failed;
     /// Aborted by the client on purpose (`--cancel-rate`): its connection closed mid-answer,
     /// as a browser tab closed does. Not a failure; kept out of the latency figures.
-    CancelledByClient,
+    CancelledByClient cancelled_by_client => cancelled;
     /// A 2xx answer in another API's shape than the endpoint asked (a chat chunk answering a
     /// Responses request): the server does not serve that endpoint as asked.
-    WrongApi,
+    WrongApi wrong_api => failed;
 }
 
 impl Outcome {
-    /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 14] = [
-        Outcome::Ok,
-        Outcome::NotSent,
-        Outcome::Cancelled,
-        Outcome::Connect,
-        Outcome::Timeout,
-        Outcome::HttpStatus,
-        Outcome::ResetBeforeHead,
-        Outcome::ResetMidStream,
-        Outcome::Malformed,
-        Outcome::ErrorEvent,
-        Outcome::Oversized,
-        Outcome::Io,
-        Outcome::CancelledByClient,
-        Outcome::WrongApi,
-    ];
-
     /// Was the request handed to the kernel? (`sent = ok + failed + cancelled`)
     pub fn was_sent(self) -> bool {
         self != Outcome::NotSent
@@ -81,10 +102,7 @@ impl Outcome {
     /// Counted in `failed`: every outcome but ok, not sent and cancelled (by the run's stop
     /// or by the client on purpose).
     pub fn is_failure(self) -> bool {
-        !matches!(
-            self,
-            Outcome::Ok | Outcome::NotSent | Outcome::Cancelled | Outcome::CancelledByClient
-        )
+        self.bucket() == "failed"
     }
 
     /// The key under `counts.failed_by_kind`. HTTP statuses are split by code (`http_503`).
@@ -92,27 +110,6 @@ impl Outcome {
         match self {
             Outcome::HttpStatus => format!("http_{status}"),
             other => other.name().to_string(),
-        }
-    }
-
-    /// The `requests.jsonl` name (`ok`, `reset_mid_stream`, …); `http_status` for every non-2xx
-    /// status.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::NotSent => "not_sent",
-            Outcome::Cancelled => "cancelled",
-            Outcome::Connect => "connect",
-            Outcome::Timeout => "timeout",
-            Outcome::HttpStatus => "http_status",
-            Outcome::ResetBeforeHead => "reset_before_head",
-            Outcome::ResetMidStream => "reset_mid_stream",
-            Outcome::Malformed => "malformed",
-            Outcome::ErrorEvent => "error_event",
-            Outcome::Oversized => "oversized",
-            Outcome::Io => "io",
-            Outcome::CancelledByClient => "cancelled_by_client",
-            Outcome::WrongApi => "wrong_api",
         }
     }
 }

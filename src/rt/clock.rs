@@ -95,25 +95,6 @@ fn wall_read(now: impl Fn() -> u64) -> (u64, u64, u64) {
     best
 }
 
-/// What the kernel says of its wall clock's sync (`adjtimex(2)`, read-only: modes 0);
-/// `None` where the call fails.
-pub fn kernel_clock() -> Option<crate::summary::shard::KernelClock> {
-    // SAFETY: `timex` is plain data; all zeroes (modes 0) asks adjtimex to change nothing.
-    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
-    // SAFETY: `tx` is a valid, writable timex that outlives the call.
-    let state = unsafe { libc::adjtimex(&mut tx) };
-    if state < 0 {
-        return None;
-    }
-    Some(crate::summary::shard::KernelClock {
-        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
-        state,
-        status: tx.status,
-        esterror_us: tx.esterror as i64,
-        maxerror_us: tx.maxerror as i64,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,13 +111,6 @@ mod tests {
             (origin + t).abs_diff(wall) < 1_000_000_000,
             "{origin} + {t} vs {wall}"
         );
-    }
-
-    #[test]
-    fn adjtimex_is_read_without_changing_anything() {
-        let k = kernel_clock().expect("adjtimex with modes 0 is allowed unprivileged");
-        assert!((0..=5).contains(&k.state), "{k:?}");
-        assert!(k.maxerror_us >= 0 && k.esterror_us >= 0, "{k:?}");
     }
 
     #[test]

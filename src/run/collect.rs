@@ -134,7 +134,7 @@ pub(super) fn collect(
             collector.flush_log();
             let mut live = collector.live();
             // Handed to the kernel so far, less those whose record is in: still in flight.
-            live.in_flight = Some(run.shared.total_sent().saturating_sub(live.sent));
+            live.in_flight = Some(run.shared.total_sent().saturating_sub(live.tally.sent));
             observer.on_progress(&live, now.saturating_sub(run.start_ns) as f64 / 1e9);
         }
         if !open {

@@ -17,7 +17,7 @@ use crate::prepare::catalog::Catalog;
 use crate::prepare::WorkloadTally;
 use crate::record::{InputSource, Record};
 use crate::rt::netcount::NetCounters;
-use crate::summary::shard::{ClockSync, ShardInfo};
+use crate::summary::shard::{ClockSync, KernelClock, ShardInfo};
 use crate::summary::workload::WorkloadStats;
 use crate::summary::Summary;
 use crate::worker::WorkerEnd;
@@ -273,8 +273,27 @@ fn clock_sync(
         schedule_start_ns: started.start_ns,
         start_at_unix_ns: plan.start_at_unix_ns,
         start_late_ns: started.start_late_ns,
-        kernel: crate::rt::clock::kernel_clock(),
+        kernel: kernel_clock(),
     }
+}
+
+/// What the kernel says of its wall clock's sync (`adjtimex(2)`, read-only: modes 0);
+/// `None` where the call fails. (Here rather than in `rt`, which makes no summary type.)
+fn kernel_clock() -> Option<KernelClock> {
+    // SAFETY: `timex` is plain data; all zeroes (modes 0) asks adjtimex to change nothing.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: `tx` is a valid, writable timex that outlives the call.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    Some(KernelClock {
+        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
+        state,
+        status: tx.status,
+        esterror_us: tx.esterror as i64,
+        maxerror_us: tx.maxerror as i64,
+    })
 }
 
 /// The run clock: its origin now, or at a `--start-at` instant already past, so that the
@@ -346,10 +365,8 @@ fn finish(
         server::join(&mut summary, &log, &plan.percentiles);
     }
     if let Some(dir) = &plan.out_dir {
-        crate::output::write_run(dir, &summary, &plan.exports)?;
-        if let Some(spec) = &plan.vllm_result {
-            crate::output::export::vllm::write_result(spec, dir, &summary)?;
-        }
+        let spec = plan.vllm_result.as_ref();
+        crate::output::write_run_with(dir, &summary, &plan.exports, spec)?;
     }
     Ok(summary)
 }
@@ -382,4 +399,16 @@ fn warnings(plan: &Plan, catalog: &Catalog, ends: &[WorkerEnd]) -> Vec<String> {
         );
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adjtimex_is_read_without_changing_anything() {
+        let k = kernel_clock().expect("adjtimex with modes 0 is allowed unprivileged");
+        assert!((0..=5).contains(&k.state), "{k:?}");
+        assert!(k.maxerror_us >= 0 && k.esterror_us >= 0, "{k:?}");
+    }
 }

@@ -72,15 +72,15 @@ fn plan_for(cfg: &CalibrateConfig, rate: f64) -> Plan {
 
 fn point_of(rate: f64, s: &Summary) -> CalibratePoint {
     let mut why_not = s.overhead.invalid_reasons.clone();
-    if s.counts.failed > 0 {
-        why_not.push(format!("{} requests failed", s.counts.failed));
+    if s.counts.tally.failed > 0 {
+        why_not.push(format!("{} requests failed", s.counts.tally.failed));
     }
     CalibratePoint {
         target_rate: rate,
         achieved_rate: s.achieved.request_rate,
         schedule_rate: s.achieved.schedule_rate,
-        sent: s.counts.sent,
-        failed: s.counts.failed,
+        sent: s.counts.tally.sent,
+        failed: s.counts.tally.failed,
         sched_lag_ms: s.overhead.sched_lag_ms.clone(),
         ttft_ms: s.latency_ms.ttft.clone(),
         itl_ms: s.latency_ms.itl.clone(),

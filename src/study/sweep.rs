@@ -63,7 +63,7 @@ impl Point {
                 latency_ms.insert(format!("{m}_{st}"), v);
             }
         }
-        let measured_ok = runs.iter().map(|s| s.counts.ok).min().unwrap_or(0);
+        let measured_ok = runs.iter().map(|s| s.counts.tally.ok).min().unwrap_or(0);
         let warnings = point_warnings(load, &runs, slos, measured_ok);
         let invalid_reasons: Vec<String> = runs
             .iter()

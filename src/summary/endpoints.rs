@@ -3,7 +3,7 @@
 //! a slow replica shows instead of vanishing into the run's percentiles. Only data; the
 //! collector fills it.
 
-use super::Stats;
+use super::{Stats, Tally};
 use serde::{Deserialize, Serialize};
 
 /// One server's measured requests.
@@ -13,14 +13,10 @@ pub struct EndpointRow {
     pub endpoint: u16,
     /// The URL as given.
     pub url: String,
-    /// Measured requests sent to it.
-    pub sent: u64,
-    /// Of them, successful.
-    pub ok: u64,
-    /// Of them, failed (as `counts.failed`: neither successful nor cancelled).
-    pub failed: u64,
-    /// Of them, cancelled (by the run's end or by the client on purpose).
-    pub cancelled: u64,
+    /// Its measured requests by how they ended (as the run's `counts`; `not_sent` is 0: a
+    /// request never sent went to no server).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Its share of the measured requests sent, percent.
     pub share_percent: Option<f64>,
     /// Successful requests per second over the run's measured duration.

@@ -19,6 +19,7 @@ pub mod shard;
 pub mod stages;
 pub mod study;
 pub mod upload;
+pub mod workers;
 pub mod workload;
 
 pub use metric::{Latency, Metric};
@@ -290,26 +291,40 @@ impl Host {
     }
 }
 
+/// Requests by how they ended: the one tally behind the run's `counts`, each stage's, each
+/// server's (`endpoints`), each turn's (`sessions.per_turn`) and the live progress line.
+/// `sent = ok + failed + cancelled`; `not_sent` apart. Filled by `Tally::add(outcome)`
+/// (`record::Outcome`'s list says which bucket each outcome lands in).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// Handed to the kernel, whatever the outcome. (`sessions.per_turn` named it `requests`
+    /// before it shared this tally.)
+    #[serde(alias = "requests")]
+    pub sent: u64,
+    /// Ended with a complete 2xx response.
+    pub ok: u64,
+    /// Ended in a failure of any kind.
+    pub failed: u64,
+    /// Sent, then abandoned: because the run was stopped, or by the client on purpose.
+    pub cancelled: u64,
+    /// Scheduled but never sent (the run stopped first).
+    #[serde(default)]
+    pub not_sent: u64,
+}
+
 /// Request counts. All but `warmup` are over measured requests only:
 /// `scheduled = sent + not_sent` and `sent = ok + failed + cancelled`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     /// Measured arrivals of the schedule: the run's scheduled total minus `warmup`.
     pub scheduled: u64,
-    /// Handed to the kernel, whatever the outcome.
-    pub sent: u64,
-    /// Ended with a complete 2xx response.
-    pub ok: u64,
-    /// Ended in a failure of any kind (see `failed_by_kind`).
-    pub failed: u64,
-    /// Sent, then abandoned: because the run was stopped, or by the client on purpose
-    /// (`cancelled_by_client`, part of this count).
-    pub cancelled: u64,
+    /// Sent, ok, failed (see `failed_by_kind`), cancelled (`cancelled_by_client` is part of
+    /// it) and not sent.
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Aborted by the client on purpose (`--cancel-rate`): not failures (`cancellations`).
     #[serde(default)]
     pub cancelled_by_client: u64,
-    /// Scheduled but never sent (the run stopped first).
-    pub not_sent: u64,
     /// Warm-up records of any outcome; excluded from every other figure.
     pub warmup: u64,
     /// `Outcome::kind_key`: `connect`, `timeout`, `http_503`, `malformed`, …

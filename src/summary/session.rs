@@ -2,7 +2,7 @@
 //! conversations went and, per turn index, what the server did with a growing history: TTFT,
 //! ITL, prompt and cached tokens (the cache-hit curve). Only data; the collector fills it.
 
-use super::Stats;
+use super::{Stats, Tally};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -37,10 +37,10 @@ pub struct Sessions {
 pub struct TurnRow {
     /// The turn, from 1.
     pub turn: u32,
-    /// Requests sent as this turn.
-    pub requests: u64,
-    /// Of them, successful.
-    pub ok: u64,
+    /// Its measured requests by how they ended, as the run's `counts` (`sent` was named
+    /// `requests` before, the one block that did).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// TTFT of the successful ones, ms (streamed runs).
     pub ttft_ms: Stats,
     /// Chunk gaps of the successful ones, ms (streamed runs).

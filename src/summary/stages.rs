@@ -3,7 +3,7 @@
 //! that stage's own records (never combined from percentiles); the whole-run figures beside
 //! them stay the combined ones. Never computes, never prints.
 
-use super::Stats;
+use super::{Stats, Tally};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -39,16 +39,9 @@ pub struct StageCounts {
     /// Measured arrivals the schedule put in the stage: exactly its rate × duration (this
     /// shard's share of them), less its warm-up arrivals.
     pub scheduled: u64,
-    /// Handed to the kernel, whatever the outcome.
-    pub sent: u64,
-    /// Ended with a complete 2xx response.
-    pub ok: u64,
-    /// Ended in a failure of any kind.
-    pub failed: u64,
-    /// Sent, then abandoned: the run was stopped, or the client cut it on purpose.
-    pub cancelled: u64,
-    /// Scheduled but never sent.
-    pub not_sent: u64,
+    /// Its measured requests by how they ended (as the run's `counts`).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Warm-up records of the stage (`--warmup-requests`: the first stage's first N).
     pub warmup: u64,
 }

@@ -15,7 +15,6 @@ mod rxstamp;
 mod session;
 mod sink;
 mod spin;
-pub mod stats;
 
 pub use crate::rt::driver::DriverUsed;
 use crate::rt::driver::Ring;
@@ -26,9 +25,9 @@ use crate::record::handoff::WorkerLink;
 use crate::record::{Record, Spare, WarmupBy};
 use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
+use crate::summary::workers::{QueueTally, WorkerStats};
 use crate::summary::WorkerCounts;
 use lane::{Job, Lanes};
-use stats::{QueueTally, WorkerStats};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -147,7 +147,7 @@ pub struct LoopLagProbe {
 impl LoopLagProbe {
     pub fn start(ctx: Rc<Ctx>) -> Self {
         let done = Rc::new(Cell::new(false));
-        let lag = Rc::new(RefCell::new(super::stats::new_histogram()));
+        let lag = Rc::new(RefCell::new(crate::summary::workers::new_histogram()));
         let task = monoio::spawn(probe_loop(ctx, done.clone(), lag.clone()));
         LoopLagProbe { done, lag, task }
     }
@@ -155,7 +155,7 @@ impl LoopLagProbe {
     pub async fn stop(self) -> Histogram<u64> {
         self.done.set(true);
         self.task.await;
-        self.lag.replace(super::stats::new_histogram())
+        self.lag.replace(crate::summary::workers::new_histogram())
     }
 }
 

@@ -20,8 +20,8 @@
 //! belongs to) is `rt::tstamp`, shared with the simulator; this module is what the worker
 //! does with the stamps. It never allocates.
 
-use super::stats::{new_histogram, KernelRx};
 use crate::rt::tstamp;
+use crate::summary::workers::{new_histogram, KernelRx};
 use hdrhistogram::Histogram;
 use std::cell::{Cell, RefCell};
 use std::io;

@@ -51,7 +51,11 @@ fn every_generating_endpoint_streamed_and_not() {
             p.stream = stream;
             let s = run_and_replay(&p);
             let what = format!("{e:?} stream={stream}");
-            assert_eq!((s.counts.ok, s.counts.failed), (REQUESTS, 0), "{what}");
+            assert_eq!(
+                (s.counts.tally.ok, s.counts.tally.failed),
+                (REQUESTS, 0),
+                "{what}"
+            );
             // The simulator answers max_tokens tokens and says so in its usage.
             let out = s.tokens.output_total;
             assert_eq!(out, REQUESTS * u64::from(OUTPUT_TOKENS), "{what}");
@@ -80,7 +84,7 @@ fn tool_calls_are_output_and_counted() {
         p.api.tools = vec![tool.clone()];
         p.api.tool_choice = Some(ToolChoice::Required);
         let s = run_and_replay(&p);
-        assert_eq!(s.counts.ok, REQUESTS, "{e:?}");
+        assert_eq!(s.counts.tally.ok, REQUESTS, "{e:?}");
         let t = s.tools.as_ref().expect("a tools block");
         assert_eq!((t.with_calls, t.calls), (REQUESTS, REQUESTS), "{e:?}");
         // A tool call's fragments are the answer: TTFT and TTFO stamp on them.
@@ -104,7 +108,11 @@ fn every_pooling_endpoint_counts_its_inputs_and_bytes() {
         Endpoint::TeiRerank,
     ] {
         let s = run_and_replay(&plan(e, &format!("pool-{}", e.name())));
-        assert_eq!((s.counts.ok, s.counts.failed), (REQUESTS, 0), "{e:?}");
+        assert_eq!(
+            (s.counts.tally.ok, s.counts.tally.failed),
+            (REQUESTS, 0),
+            "{e:?}"
+        );
         let pool = s.pooling.as_ref().expect("a pooling block");
         assert_eq!(
             pool.inputs,

@@ -53,9 +53,9 @@ fn a_seeded_share_is_aborted_after_n_tokens_and_the_rest_measured_as_without() {
     assert_eq!(cancelled, chosen, "exactly the seeded choice");
     let share = cancelled.len() as f64 / 600.0;
     assert!((share - 0.3).abs() <= 0.03, "30% ± 3 points: {share}");
-    assert_eq!(s.counts.failed, 0, "{:?}", s.counts.failed_by_kind);
+    assert_eq!(s.counts.tally.failed, 0, "{:?}", s.counts.failed_by_kind);
     assert_eq!(s.counts.cancelled_by_client, cancelled.len() as u64);
-    assert_eq!(s.counts.ok + s.counts.cancelled, 600);
+    assert_eq!(s.counts.tally.ok + s.counts.tally.cancelled, 600);
     assert_eq!(
         stats.aborted_mid_stream,
         cancelled.len() as u64,
@@ -119,7 +119,7 @@ fn a_time_cut_is_never_early_and_the_flags_name_their_fix() {
             "cut {held} ns after the send, before 8 ms"
         );
     }
-    assert_eq!(s.counts.failed, 0);
+    assert_eq!(s.counts.tally.failed, 0);
     for (args, needle) in [
         (&["--cancel-rate", "0.3"][..], "--cancel-after"),
         (

@@ -235,7 +235,7 @@ fn dataset_conversations_run_from_the_command_line_and_bad_combinations_name_the
     let per_turn = s["sessions"]["per_turn"].as_array().unwrap();
     let requests: Vec<u64> = per_turn
         .iter()
-        .map(|r| r["requests"].as_u64().unwrap())
+        .map(|r| r["sent"].as_u64().unwrap())
         .collect();
     assert_eq!(
         requests,

@@ -55,13 +55,16 @@ fn round_robin_deals_exact_shares_and_each_row_is_its_servers_own() {
     let sims = sims(&[0.0, 0.0, 30.0]);
     let p = plan_for(&sims, UrlPolicy::RoundRobin, 6, 300);
     let s = ringbench::run(&p).expect("the run completes");
-    assert_eq!((s.counts.sent, s.counts.ok), (300, 300));
+    assert_eq!((s.counts.tally.sent, s.counts.tally.ok), (300, 300));
     let rows = rows(&s);
     assert_eq!(rows.len(), 3);
     for (k, (row, sim)) in rows.iter().zip(&sims).enumerate() {
         let seen = sim.stats();
         assert_eq!(row.url, format!("http://{}", sim.addr));
-        assert_eq!((row.endpoint, row.sent, row.ok), (k as u16, 100, 100));
+        assert_eq!(
+            (row.endpoint, row.tally.sent, row.tally.ok),
+            (k as u16, 100, 100)
+        );
         assert_eq!(seen.requests, 100, "server {k} saw its third, exactly");
         // Each of the 6 users keeps one connection to each server it sends to.
         assert_eq!(seen.connections, 6, "server {k}");
@@ -76,8 +79,8 @@ fn round_robin_deals_exact_shares_and_each_row_is_its_servers_own() {
         ttft(0),
         ttft(1)
     );
-    let sum: u64 = rows.iter().map(|r| r.sent).sum();
-    assert_eq!(sum, s.counts.sent, "the rows add up to the run");
+    let sum: u64 = rows.iter().map(|r| r.tally.sent).sum();
+    assert_eq!(sum, s.counts.tally.sent, "the rows add up to the run");
 }
 
 #[test]
@@ -91,11 +94,11 @@ fn an_open_loop_deals_its_arrivals_and_keeps_a_pool_per_server() {
         max_concurrency: None,
     };
     let s = ringbench::run(&p).expect("the run completes");
-    assert_eq!((s.counts.sent, s.counts.ok), (400, 400));
+    assert_eq!((s.counts.tally.sent, s.counts.tally.ok), (400, 400));
     for (k, sim) in sims.iter().enumerate() {
         let seen = sim.stats();
         assert_eq!(seen.requests, 200, "server {k}");
-        assert_eq!(rows(&s)[k].sent, 200, "server {k}");
+        assert_eq!(rows(&s)[k].tally.sent, 200, "server {k}");
         // A lane goes back to its server's idle stack: connections are reused, not one per
         // request (a few per server open at the start, the rest kept alive).
         assert!(
@@ -125,7 +128,7 @@ fn random_sends_each_request_where_the_seeded_draw_says() {
     let s = ringbench::run(&p).expect("the run completes");
     let rows = rows(&s);
     for k in 0..2 {
-        assert_eq!(rows[k].sent, want[k], "server {k}");
+        assert_eq!(rows[k].tally.sent, want[k], "server {k}");
         assert_eq!(sims[k].stats().requests, want[k], "server {k} saw them");
     }
 }
@@ -138,12 +141,12 @@ fn least_in_flight_sends_more_to_the_server_that_answers_sooner() {
     let s = ringbench::run(&plan_for(&sims, UrlPolicy::LeastInFlight, 4, 200))
         .expect("the run completes");
     let rows = rows(&s);
-    assert_eq!(rows[0].sent + rows[1].sent, 200);
+    assert_eq!(rows[0].tally.sent + rows[1].tally.sent, 200);
     assert!(
-        rows[0].sent > 3 * rows[1].sent,
+        rows[0].tally.sent > 3 * rows[1].tally.sent,
         "fast {} against slow {}",
-        rows[0].sent,
-        rows[1].sent
+        rows[0].tally.sent,
+        rows[1].tally.sent
     );
     // Round-robin on the same servers deals them evenly, whatever their speed.
     let s =
@@ -152,7 +155,7 @@ fn least_in_flight_sends_more_to_the_server_that_answers_sooner() {
 }
 
 fn rows_of(s: &ringbench::Summary) -> Vec<u64> {
-    rows(s).iter().map(|r| r.sent).collect()
+    rows(s).iter().map(|r| r.tally.sent).collect()
 }
 
 #[test]
@@ -176,7 +179,7 @@ fn a_conversation_stays_on_one_server_and_each_url_keeps_its_prefix_and_host() {
     });
     p.out_dir = Some(out_dir("sticky"));
     let s = ringbench::run(&p).expect("the run completes");
-    assert_eq!((s.counts.sent, s.counts.ok), (12, 12));
+    assert_eq!((s.counts.tally.sent, s.counts.tally.ok), (12, 12));
     for (seen, host, path, sessions) in [
         (&seen_a, &a, "/a/v1/chat/completions", ["mt-0", "mt-2"]),
         (&seen_b, &b, "/b/v1/chat/completions", ["mt-1", "mt-3"]),

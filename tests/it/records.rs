@@ -50,7 +50,7 @@ fn report_with_no_options_reproduces_summary_json_byte_for_byte() {
     let again = report::recompute(dir, &Overrides::default()).unwrap();
     assert_eq!(summary_text(&again), written);
     // The run really had what the comparison should cover.
-    assert_eq!(again.counts.ok, 300);
+    assert_eq!(again.counts.tally.ok, 300);
     assert_eq!(again.counts.warmup, 5);
     assert!(again.throughput.goodput_requests_per_s.is_some());
     assert!(again.latency_ms.itl.count > 0);

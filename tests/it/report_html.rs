@@ -164,8 +164,8 @@ fn a_runs_report_says_what_ran_and_draws_every_chart_in_chromium() {
     // Interrupted, 529 never sent, no SLO: the head says so, and says nothing of goodput.
     let mut cut = summary.clone();
     cut.interrupted = true;
-    cut.counts.scheduled = cut.counts.sent + 529;
-    cut.counts.not_sent = 529;
+    cut.counts.scheduled = cut.counts.tally.sent + 529;
+    cut.counts.tally.not_sent = 529;
     cut.throughput.goodput_requests_per_s = None;
     cut.config["goodput"] = serde_json::json!([]);
     let html =

@@ -121,7 +121,7 @@ fn each_turn_sends_the_exact_history_of_its_session() {
     p.out_dir = Some(dir.clone());
     let s = ringbench::run(&p).expect("the run completes");
     assert_eq!(
-        (s.counts.sent, s.counts.ok),
+        (s.counts.tally.sent, s.counts.tally.ok),
         (12, 12),
         "4 sessions of 3 turns"
     );
@@ -195,7 +195,7 @@ fn the_prefix_cache_hits_each_turns_history_and_prefill_follows() {
     let dir = out_dir("cache");
     p.out_dir = Some(dir.clone());
     let s = ringbench::run(&p).expect("the run completes");
-    assert_eq!(s.counts.ok, 18);
+    assert_eq!(s.counts.tally.ok, 18);
     let recs = read_jsonl(&dir.join("requests.jsonl"));
     let mut sessions: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
     for r in &recs {
@@ -253,7 +253,7 @@ fn think_time_sets_each_turns_intended_time_and_the_budget_ends_sessions() {
     let dir = out_dir("think");
     p.out_dir = Some(dir.clone());
     let s = ringbench::run(&p).expect("the run completes");
-    assert_eq!(s.counts.ok, 8, "2 turns of each of 4 sessions");
+    assert_eq!(s.counts.tally.ok, 8, "2 turns of each of 4 sessions");
     let recs = read_jsonl(&dir.join("requests.jsonl"));
     let mut by_id: BTreeMap<(u64, u64), &Value> = BTreeMap::new();
     for r in &recs {
@@ -469,7 +469,7 @@ fn an_abandoned_answer_ends_its_conversation_as_abandoned_not_failed() {
     assert_eq!(sessions["ended"]["completed"], 40 - abandoned);
     assert_eq!(sessions["ended"]["failed"], 0);
     assert_eq!(
-        (s.counts.failed, s.counts.cancelled_by_client),
+        (s.counts.tally.failed, s.counts.cancelled_by_client),
         (0, abandoned)
     );
 }

@@ -23,7 +23,6 @@
 //! histograms (AIPerf interpolates).
 
 use crate::collector::definitions::Definitions;
-use crate::collector::replay::read_records;
 use crate::collector::Dist;
 use crate::output::{write_err, WriteError};
 use crate::record::{Outcome, Record};
@@ -59,13 +58,56 @@ fn counted(r: &Record) -> bool {
     !r.warmup && r.outcome.was_sent()
 }
 
-/// Writes both files to `out`, from the records of the run folder `records` and its summary.
-pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
-    write_jsonl(out, records, summary.pooling.is_some())?;
-    let agg = aggregate(records, summary)?;
-    let path = out.join(JSON_FILE);
-    let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
-    crate::rt::file::write_atomic(&path, &text).map_err(write_err(&path))
+/// AIPerf's two files as the records go by, each seen once: the per-request lines written
+/// as they come, the aggregate's distributions folded (memory: the histograms).
+pub struct Fold {
+    out: std::path::PathBuf,
+    pooling: bool,
+    jsonl: PendingFile,
+    agg: Agg,
+    /// The first error writing a line; the lines stop there and `write` returns it.
+    failed: Option<std::io::Error>,
+}
+
+impl Fold {
+    /// The fold of the files in `out`.
+    pub fn new(out: &Path, summary: &Summary) -> Result<Self, WriteError> {
+        let path = out.join(JSONL_FILE);
+        Ok(Fold {
+            out: out.to_path_buf(),
+            pooling: summary.pooling.is_some(),
+            jsonl: PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?,
+            agg: Agg::default(),
+            failed: None,
+        })
+    }
+
+    /// One record of the run, in the file's order.
+    pub fn add(&mut self, r: &Record) {
+        if !counted(r) {
+            return;
+        }
+        self.agg.add(r);
+        if self.failed.is_none() {
+            let line = jsonl_line(r, self.pooling).to_string();
+            if let Err(e) = writeln!(self.jsonl.writer(), "{line}") {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    /// Commits the per-request file and writes the aggregate one.
+    pub fn write(self, summary: &Summary) -> Result<(), WriteError> {
+        let lines = self.out.join(JSONL_FILE);
+        if let Some(e) = self.failed {
+            return Err(write_err(&lines)(e));
+        }
+        self.jsonl.commit().map_err(write_err(&lines))?;
+        let agg = aggregate(&self.agg, summary);
+        let path = self.out.join(JSON_FILE);
+        let text = serde_json::to_vec_pretty(&Value::Object(agg)).unwrap_or_default();
+        crate::rt::file::write_atomic(&path, &text).map_err(write_err(&path))
+    }
 }
 
 /// The per-request metrics of one successful request, AIPerf's names and units; a pooling
@@ -138,26 +180,6 @@ fn jsonl_line(r: &Record, pooling: bool) -> Value {
         },
         "error": if ok { Value::Null } else { error_of(r) },
     })
-}
-
-fn write_jsonl(out: &Path, records: &Path, pooling: bool) -> Result<(), WriteError> {
-    let path = out.join(JSONL_FILE);
-    let mut file = PendingFile::create(&path, 1 << 16).map_err(write_err(&path))?;
-    let w = file.writer();
-    let mut failed: Option<std::io::Error> = None;
-    read_records(records, |r| {
-        if !counted(r) || failed.is_some() {
-            return;
-        }
-        let line = jsonl_line(r, pooling).to_string();
-        if let Err(e) = writeln!(w, "{line}") {
-            failed = Some(e);
-        }
-    })?;
-    if let Some(e) = failed {
-        return Err(write_err(&path)(e));
-    }
-    file.commit().map_err(write_err(&path))
 }
 
 #[derive(Default)]
@@ -264,13 +286,7 @@ fn distributions(a: &Agg, pooling: bool, m: &mut Map<String, Value>) {
     }
 }
 
-fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, WriteError> {
-    let mut a = Agg::default();
-    read_records(records, |r| {
-        if counted(r) {
-            a.add(r)
-        }
-    })?;
+fn aggregate(a: &Agg, summary: &Summary) -> Map<String, Value> {
     let duration_s = match (a.start_ns, a.end_ns) {
         (Some(s), Some(e)) => e.saturating_sub(s) as f64 / 1e9,
         _ => 0.0,
@@ -278,7 +294,7 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
     let per_s = |n: u64| (duration_s > 0.0).then(|| n as f64 / duration_s);
     let pooling = summary.pooling.is_some();
     let mut m = Map::new();
-    distributions(&a, pooling, &mut m);
+    distributions(a, pooling, &mut m);
     m.insert(
         "request_throughput".into(),
         single("requests/sec", per_s(a.ok)),
@@ -308,7 +324,7 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
     let good = summary
         .throughput
         .good_fraction
-        .map(|g| (g * summary.counts.sent as f64).round());
+        .map(|g| (g * summary.counts.tally.sent as f64).round());
     m.insert(
         "goodput".into(),
         match (good, per_s(1)) {
@@ -324,5 +340,5 @@ fn aggregate(records: &Path, summary: &Summary) -> Result<Map<String, Value>, Wr
         "input_config".into(),
         json!({"ringbench_config": summary.config}),
     );
-    Ok(m)
+    m
 }

@@ -11,8 +11,8 @@
 //! and `max_output_tokens_per_s` / `max_concurrent_requests`), read in the public code
 //! corpus (neuralmagic/vllm at 32f5573e).
 //!
-//! `run --save-result` (vLLM's own spelling) writes the same object at vLLM's path
-//! (`write_result`), with the setup keys from vLLM's arguments as given, `--metadata`, only
+//! `run --save-result` (vLLM's own spelling) writes the same object at vLLM's path (a `Fold`
+//! given the `VllmResult`), with the setup keys from vLLM's arguments as given, `--metadata`, only
 //! the `--percentile-metrics`, and the lists only with `--save-detailed`, as vLLM does.
 //!
 //! A pooling run (embeddings, rerank, score) is written as vLLM writes a pooling task's
@@ -28,7 +28,7 @@
 //! samples), `generated_texts` are empty strings (ringbench does not keep response text),
 //! and requests never sent or in warm-up are left out (vLLM has neither).
 
-use crate::collector::definitions::{Definitions, ToolFigures, ToolView};
+use crate::collector::definitions::{Definitions, ToolView};
 use crate::collector::replay::read_records;
 use crate::output::{write_err, WriteError};
 use crate::plan::VllmResult;
@@ -62,81 +62,134 @@ fn counted(r: &Record) -> bool {
     !r.warmup && r.outcome.was_sent()
 }
 
-/// Writes `vllm_result.json` to `out`, from the records of the run folder `records` and its
-/// summary: every metric, every list (`--save-result --save-detailed`).
-pub fn write(out: &Path, records: &Path, summary: &Summary) -> Result<(), WriteError> {
-    write_file(&out.join(FILE_NAME), records, summary, None)
+/// One vLLM result file as the records go by, each seen once: vLLM's counts and view of
+/// their figures, and with `--save-detailed` the request lists, each spooled to a file of
+/// its own beside the result (`.NAME.KEY.part`, joined into the result by `write`), so
+/// memory stays what the histograms take. `spec`: `--save-result`'s choices; `None`, every
+/// metric and list.
+pub struct Fold {
+    path: std::path::PathBuf,
+    spec: Option<VllmResult>,
+    totals: Totals,
+    lists: Vec<Spool>,
+    /// The first error writing a list; the lists stop there and `write` returns it.
+    failed: Option<std::io::Error>,
 }
 
-/// Writes vLLM's result file as `--save-result` asked (`plan.vllm_result`): at its path
-/// (the folder made when missing), with vLLM's own setup keys, `--metadata`, the
-/// `--percentile-metrics` only, and the lists only with `--save-detailed`.
-pub fn write_result(
-    spec: &VllmResult,
-    records: &Path,
-    summary: &Summary,
-) -> Result<(), WriteError> {
-    if let Some(dir) = spec.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(write_err(dir))?;
-    }
-    write_file(&spec.path, records, summary, Some(spec))
+/// One request list as it fills: its key and its file.
+struct Spool {
+    key: &'static str,
+    path: std::path::PathBuf,
+    w: std::io::BufWriter<std::fs::File>,
+    first: bool,
 }
 
-fn write_file(
-    path: &Path,
-    records: &Path,
-    summary: &Summary,
-    spec: Option<&VllmResult>,
-) -> Result<(), WriteError> {
-    let head = aggregates(records, summary, spec)?;
-    let mut file = PendingFile::create(path, 1 << 16).map_err(write_err(path))?;
-    let w = file.writer();
-    let mut body = serde_json::to_string(&Value::Object(head)).unwrap_or_default();
-    let detailed = spec.is_none_or(|s| s.detailed);
-    if detailed {
-        body.pop(); // the closing brace: the lists follow
-    }
-    w.write_all(body.as_bytes()).map_err(write_err(path))?;
-    if detailed {
-        let lists: &[&str] = match summary.pooling {
-            Some(_) => &POOLING_LISTS,
-            None => &LISTS,
+impl Fold {
+    /// The fold of the result file `path` (its folder made when missing).
+    pub fn new(
+        path: &Path,
+        summary: &Summary,
+        spec: Option<&VllmResult>,
+    ) -> Result<Self, WriteError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+        }
+        let keys: &[&'static str] = match (spec.is_none_or(|s| s.detailed), &summary.pooling) {
+            (false, _) => &[],
+            (true, Some(_)) => &POOLING_LISTS,
+            (true, None) => &LISTS,
         };
-        write_lists(w, path, records, lists)?;
-        w.write_all(b"}").map_err(write_err(path))?;
+        let name = path
+            .file_name()
+            .map_or_else(Default::default, |n| n.to_string_lossy());
+        let lists = keys
+            .iter()
+            .map(|&key| {
+                let spool = path.with_file_name(format!(".{name}.{key}.part"));
+                let file = std::fs::File::create(&spool).map_err(write_err(&spool))?;
+                Ok(Spool {
+                    key,
+                    w: std::io::BufWriter::with_capacity(1 << 16, file),
+                    path: spool,
+                    first: true,
+                })
+            })
+            .collect::<Result<_, WriteError>>()?;
+        let stream = summary.config["stream"].as_bool().unwrap_or(true);
+        Ok(Fold {
+            path: path.to_path_buf(),
+            spec: spec.cloned(),
+            totals: Totals::new(stream),
+            lists,
+            failed: None,
+        })
     }
-    w.write_all(b"\n").map_err(write_err(path))?;
-    file.commit().map_err(write_err(path))
-}
 
-/// The request lists of `--save-detailed`, streamed from the records one pass each.
-fn write_lists(
-    w: &mut impl Write,
-    path: &Path,
-    records: &Path,
-    lists: &[&str],
-) -> Result<(), WriteError> {
-    for &key in lists {
-        write!(w, ",\"{key}\":[").map_err(write_err(path))?;
-        let mut first = true;
-        let mut failed: Option<std::io::Error> = None;
-        read_records(records, |r| {
-            if !counted(r) || failed.is_some() {
+    /// One record of the run, in the file's order.
+    pub fn add(&mut self, r: &Record) {
+        if !counted(r) {
+            return;
+        }
+        self.totals.add(r);
+        if self.failed.is_some() {
+            return;
+        }
+        for l in &mut self.lists {
+            let sep = if l.first { "" } else { "," };
+            l.first = false;
+            if let Err(e) = write!(l.w, "{sep}{}", list_item(l.key, r)) {
+                self.failed = Some(e);
                 return;
             }
-            let sep = if first { "" } else { "," };
-            first = false;
-            let item = list_item(key, r);
-            if let Err(e) = write!(w, "{sep}{item}") {
-                failed = Some(e);
-            }
-        })?;
-        if let Some(e) = failed {
-            return Err(write_err(path)(e));
         }
-        w.write_all(b"]").map_err(write_err(path))?;
     }
-    Ok(())
+
+    /// The first send of a successful request: the origin of vLLM's per-second peaks
+    /// (`peaks`), known once every record has been added.
+    pub fn first_sent(&self) -> Option<u64> {
+        self.totals.first_sent
+    }
+
+    /// Writes the result file: the aggregates, with `peaks` (`peaks(records, first_sent)`),
+    /// then the spooled lists; the spools go.
+    pub fn write(mut self, summary: &Summary, peaks: (f64, u64)) -> Result<(), WriteError> {
+        for l in &mut self.lists {
+            if let Err(e) = l.w.flush() {
+                self.failed.get_or_insert(e);
+            }
+        }
+        let path = self.path.as_path();
+        let written = self.write_file(summary, peaks);
+        for l in &self.lists {
+            let _ = std::fs::remove_file(&l.path);
+        }
+        written.map_err(write_err(path))
+    }
+
+    fn write_file(&self, summary: &Summary, peaks: (f64, u64)) -> std::io::Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        let head = aggregates(&self.totals, summary, self.spec.as_ref(), peaks);
+        let mut file = PendingFile::create(&self.path, 1 << 16)?;
+        let w = file.writer();
+        let mut body = serde_json::to_string(&Value::Object(head)).unwrap_or_default();
+        let detailed = !self.lists.is_empty();
+        if detailed {
+            body.pop(); // the closing brace: the lists follow
+        }
+        w.write_all(body.as_bytes())?;
+        for l in &self.lists {
+            write!(w, ",\"{}\":[", l.key)?;
+            std::io::copy(&mut std::fs::File::open(&l.path)?, w)?;
+            w.write_all(b"]")?;
+        }
+        if detailed {
+            w.write_all(b"}")?;
+        }
+        w.write_all(b"\n")?;
+        file.commit()
+    }
 }
 
 /// One request's entry in one of the lists (vLLM: 0 / [] / "" for a failed request).
@@ -165,7 +218,7 @@ fn list_item(key: &str, r: &Record) -> Value {
     }
 }
 
-/// vLLM's counts over the records, and its view of their figures (one pass).
+/// vLLM's counts over the records, and its view of their figures.
 struct Totals {
     view: ToolView,
     completed: u64,
@@ -175,32 +228,50 @@ struct Totals {
     first_sent: Option<u64>,
 }
 
-fn totals(records: &Path, stream: bool) -> Result<Totals, WriteError> {
-    let mut t = Totals {
-        view: ToolView::new(Definitions::Vllm, stream),
-        completed: 0,
-        failed: 0,
-        input: 0,
-        output: 0,
-        first_sent: None,
-    };
-    read_records(records, |r| {
-        if !counted(r) {
-            return;
+impl Totals {
+    fn new(stream: bool) -> Self {
+        Totals {
+            view: ToolView::new(Definitions::Vllm, stream),
+            completed: 0,
+            failed: 0,
+            input: 0,
+            output: 0,
+            first_sent: None,
         }
-        t.view.add(r);
+    }
+
+    /// One counted record.
+    fn add(&mut self, r: &Record) {
+        self.view.add(r);
         if r.outcome == Outcome::Ok {
-            t.completed += 1;
-            t.input += r.input_tokens as u64;
-            t.output += r.output_tokens as u64;
+            self.completed += 1;
+            self.input += r.input_tokens as u64;
+            self.output += r.output_tokens as u64;
             if let Some(s) = r.sent_ns {
-                t.first_sent = Some(t.first_sent.map_or(s, |f| f.min(s)));
+                self.first_sent = Some(self.first_sent.map_or(s, |f| f.min(s)));
             }
         } else {
-            t.failed += 1;
+            self.failed += 1;
+        }
+    }
+}
+
+/// vLLM's peaks (`max_output_tokens_per_s`, `max_concurrent_requests`): per whole second
+/// since `first_sent`, the first successful send. The one figure a first read cannot give —
+/// its seconds start at a send only the whole file tells — so it reads the records again,
+/// for the successful ones' stamps alone.
+pub fn peaks(records: &Path, first_sent: Option<u64>) -> Result<(f64, u64), WriteError> {
+    let mut peaks = Peaks {
+        origin_ns: first_sent.unwrap_or(0),
+        chunks: Vec::new(),
+        active: Vec::new(),
+    };
+    read_records(records, |r| {
+        if counted(r) && r.outcome == Outcome::Ok {
+            peaks.add(r);
         }
     })?;
-    Ok(t)
+    Ok(peaks.max())
 }
 
 /// The keys that describe the run's setup, as `vllm bench serve` writes them: from vLLM's
@@ -254,22 +325,11 @@ fn setup_keys(m: &mut Map<String, Value>, summary: &Summary, spec: Option<&VllmR
 
 /// Everything but the lists: setup keys, totals, throughputs, peaks and the four metrics.
 fn aggregates(
-    records: &Path,
+    t: &Totals,
     summary: &Summary,
     spec: Option<&VllmResult>,
-) -> Result<Map<String, Value>, WriteError> {
-    let stream = summary.config["stream"].as_bool().unwrap_or(true);
-    let t = totals(records, stream)?;
-    let mut peaks = Peaks {
-        origin_ns: t.first_sent.unwrap_or(0),
-        chunks: Vec::new(),
-        active: Vec::new(),
-    };
-    read_records(records, |r| {
-        if counted(r) && r.outcome == Outcome::Ok {
-            peaks.add(r);
-        }
-    })?;
+    peaks: (f64, u64),
+) -> Map<String, Value> {
     let percentiles = summary_percentiles(summary);
     let f = t.view.finish(&percentiles);
     let per_s = |n: f64| (f.duration_s > 0.0).then(|| n / f.duration_s);
@@ -288,19 +348,19 @@ fn aggregates(
         for name in POOLING_METRICS {
             metric_keys(&mut m, name, &f.e2e_ms, &percentiles);
         }
-        return Ok(m);
+        return m;
     }
     put("total_output_tokens", json!(t.output));
     put("request_throughput", json!(per_s(t.completed as f64)));
     let good = summary.throughput.good_fraction;
-    let good = good.map(|g| g * summary.counts.sent as f64);
+    let good = good.map(|g| g * summary.counts.tally.sent as f64);
     put("request_goodput", json!(good.and_then(per_s)));
     put("output_throughput", json!(per_s(t.output as f64)));
     put(
         "total_token_throughput",
         json!(per_s((t.input + t.output) as f64)),
     );
-    let (tok, conc) = peaks.max();
+    let (tok, conc) = peaks;
     put("max_output_tokens_per_s", json!(tok));
     put("max_concurrent_requests", json!(conc));
     let chosen = |name: &str| spec.is_none_or(|s| s.metrics.iter().any(|m| m == name));
@@ -314,7 +374,7 @@ fn aggregates(
             metric_keys(&mut m, name, st, &percentiles);
         }
     }
-    Ok(m)
+    m
 }
 
 fn summary_percentiles(summary: &Summary) -> Vec<f64> {
@@ -386,14 +446,4 @@ impl Peaks {
         let top = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
         (top(&self.chunks) as f64, top(&self.active))
     }
-}
-
-/// The vLLM figures of a run, for tests and for `report`.
-pub fn figures(records: &Path, summary: &Summary) -> Result<ToolFigures, WriteError> {
-    let mut view = ToolView::new(
-        Definitions::Vllm,
-        summary.config["stream"].as_bool().unwrap_or(true),
-    );
-    read_records(records, |r| view.add(r))?;
-    Ok(view.finish(&summary_percentiles(summary)))
 }

@@ -1,11 +1,12 @@
-//! Part of the worker (schedule → **worker** → http → …): what one worker reports about
-//! itself when it ends — the one `WorkerStats` type. The collector turns it into the summary's
-//! per-worker figures (`summary::WorkerOverhead`) and stores it as it is in the run's
-//! `run.json` (its histograms as `[highest value of the bucket, count]` pairs, which rebuild
-//! the very same buckets), so `ringbench report` reprints them. Its counters are
-//! `summary::WorkerCounts`, the tally the worker keeps while it runs. Never prints.
+//! Part of the summary (types both the worker and the collector use, so neither imports the
+//! other): what one worker reports about itself when it ends — the one `WorkerStats` type —
+//! and the histogram every ringbench distribution is made with. The worker fills it; the
+//! collector turns it into the summary's per-worker figures (`WorkerOverhead`) and stores it
+//! as it is in the run's `run.json` (its histograms as `[highest value of the bucket, count]`
+//! pairs, which rebuild the very same buckets), so `ringbench report` reprints them. Its
+//! counters are `WorkerCounts`, the tally the worker keeps while it runs. Never prints.
 
-use crate::summary::WorkerCounts;
+use super::WorkerCounts;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -27,10 +28,13 @@ pub fn new_histogram() -> Histogram<u64> {
 /// What one worker reports about itself when it ends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStats {
+    /// The worker's index.
     pub worker: u16,
+    /// The CPU it was pinned to.
     pub cpu: usize,
-    /// Thread CPU time and wall time while the worker ran.
+    /// Thread CPU time while the worker ran.
     pub cpu_ns: u64,
+    /// Wall time while the worker ran.
     pub wall_ns: u64,
     /// Wall time the worker's thread was runnable but not running (another thread or process
     /// held its CPU: the kernel's `schedstat`), ns; `null` when the kernel does not say.
@@ -52,11 +56,13 @@ pub struct WorkerStats {
     /// passes that took, and the spin budget at the end, ns.
     #[serde(default)]
     pub pacer_spun_ns: u64,
+    /// The driver passes the pacer's spins took.
     #[serde(default)]
     pub pacer_passes: u64,
     /// The part of `pacer_spun_ns` in passes that served nothing (idle polling), ns.
     #[serde(default)]
     pub pacer_idle_ns: u64,
+    /// The spin budget at the end, ns.
     #[serde(default)]
     pub pacer_spin_budget_ns: u64,
     /// The runtime passes that served work items, for the client's queue model.
