@@ -107,14 +107,14 @@ impl<T: Read + Write> ReadWrite for T {}
 
 /// Why a `get` failed: setting up the connection (a TLS handshake refused: a fix to name), or
 /// the exchange itself (connect, write, read).
-enum GetFailed {
+pub(super) enum GetFailed {
     Setup(crate::http::tls::TlsError),
     Io(String),
 }
 
 /// `GET path` on a connection of its own (TLS for `https://`), `Connection: close`, blocking:
 /// the whole response, at most 4 MiB. Not on the hot path.
-fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
+pub(super) fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
     let limit = Duration::from_nanos(plan.connect_timeout_ns);
     let io = |e: std::io::Error| GetFailed::Io(e.to_string());
     let mut s: Box<dyn ReadWrite> = match &ep.tls {
@@ -148,15 +148,21 @@ fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<Vec<u8>, GetFailed> {
     Ok(resp)
 }
 
-/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
-fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
+/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id,
+/// and the listing it came from (which may say more of the model: `max_model_len`).
+fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<(String, serde_json::Value), RunError> {
     let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
     let resp = match get(ep, plan, "/v1/models") {
         Ok(r) => r,
         Err(GetFailed::Setup(e)) => return Err(e.into()),
         Err(GetFailed::Io(why)) => return Err(fail(why)),
     };
-    model_from_response(&resp).ok_or_else(|| fail("no model id in the response".into()))
+    let listing = json_of(&resp);
+    let id = listing.as_ref().and_then(|v| v["data"][0]["id"].as_str());
+    match id {
+        Some(id) => Ok((id.to_string(), listing.clone().unwrap_or_default())),
+        None => Err(fail("no model id in the response".into())),
+    }
 }
 
 /// How often `wait_ready` asks, and how often it says it is still waiting.
@@ -263,15 +269,23 @@ fn status_of(resp: &[u8]) -> Option<u16> {
     }
 }
 
-fn model_from_response(resp: &[u8]) -> Option<String> {
+/// The JSON object a 200 answer's body holds; `None` for another status or no JSON.
+pub(super) fn json_of(resp: &[u8]) -> Option<serde_json::Value> {
+    if status_of(resp)? != 200 {
+        return None;
+    }
     let body_at = memchr::memmem::find(resp, b"\r\n\r\n")? + 4;
     let body = &resp[body_at..];
     // The body may be chunked: the JSON object starts at the first '{'.
     let start = memchr::memchr(b'{', body)?;
     let mut de =
         serde_json::Deserializer::from_slice(&body[start..]).into_iter::<serde_json::Value>();
-    let v = de.next()?.ok()?;
-    Some(v["data"][0]["id"].as_str()?.to_string())
+    de.next()?.ok()
+}
+
+#[cfg(test)]
+fn model_from_response(resp: &[u8]) -> Option<String> {
+    Some(json_of(resp)?["data"][0]["id"].as_str()?.to_string())
 }
 
 /// The workers' TLS connector and server name, for an `https://` target.
@@ -289,12 +303,16 @@ pub(super) fn tls_connector(ep: &Endpoint) -> Result<Option<worker::TlsClient>, 
 }
 
 /// The model the requests name: the plan's, or the first the first server lists (several
-/// servers behind one benchmark serve the same model). With a model given, one handshake
-/// with each `https://` server first, so a certificate problem is one clear error before
-/// the run, not one per connection.
-pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
+/// servers behind one benchmark serve the same model), with the listing it was read from.
+/// With a model given, one handshake with each `https://` server first, so a certificate
+/// problem is one clear error before the run, not one per connection.
+pub(super) fn model(
+    eps: &Endpoints,
+    plan: &Plan,
+) -> Result<(String, Option<serde_json::Value>), RunError> {
     let Some(m) = &plan.model else {
-        return discover_model(&eps.list[0], plan);
+        let (id, listing) = discover_model(&eps.list[0], plan)?;
+        return Ok((id, Some(listing)));
     };
     for ep in &eps.list {
         if let Some(t) = &ep.tls {
@@ -302,7 +320,7 @@ pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
             crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
         }
     }
-    Ok(m.clone())
+    Ok((m.clone(), None))
 }
 
 #[cfg(test)]
