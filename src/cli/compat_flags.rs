@@ -447,7 +447,7 @@ pub const TABLE: &[Row] = rows! {
     V "--extra-body" Same "a JSON object merged into every body last" ["--extra-body", "{\"a\":1}"];
     V "--header" Same "`KEY=VALUE` as vLLM, or our `KEY:VALUE`; several after one `--header`" ["--header", "x-a=1", "x-b=2"];
     V "--goodput" Same "`KEY:MS` SLOs (`ttft`, `tpot`, `e2el`; ours also `itl`, `ntpot`)" ["--goodput", "ttft:500", "e2el:3000"];
-    V "--percentile-metrics" Mapped "which metrics the result JSON carries (`ttft,tpot,itl` by default); the console shows all" ["--percentile-metrics", "ttft,e2el"];
+    V "--percentile-metrics" Mapped "which metrics the result JSON carries (`ttft,tpot,itl` by default, `e2el` for pooling endpoints, as vLLM's); the console shows all" ["--percentile-metrics", "ttft,e2el"];
     V "--metric-percentiles" Mapped "`--percentiles` (every output; vLLM's default 99 only with `--save-result`)" ["--metric-percentiles", "50,99"];
     V "--save-result" Mapped "vLLM's result JSON at vLLM's file name; ringbench's own files beside it in `DIR/NAME/` (or `--out`)" ["--save-result", "--model", "m"];
     V "--save-detailed" Mapped "the result JSON keeps `input_lens`, `output_lens`, `ttfts`, `itls`, `generated_texts` (empty), `errors`" ["--save-result", "--save-detailed", "--model", "m"];

@@ -109,6 +109,11 @@ macro_rules! sim_flags {
             /// 25: Qwen2-Audio's. The length comes from the WAV header.
             #[arg(long = concat!($prefix, "audio-tokens-per-s"), value_name = "N", default_value_t = 25, hide_short_help = $rare, help_heading = $engine)]
             pub audio_tokens_per_s: u32,
+            /// Context window, tokens (vLLM's --max-model-len); 0: none
+            ///
+            /// Reported by /v1/models; a prompt plus max_tokens above it gets vLLM's 400.
+            #[arg(long = concat!($prefix, "max-model-len"), value_name = "N", default_value_t = 0, hide_short_help = $rare, help_heading = $engine)]
+            pub max_model_len: u32,
             /// Which of its stamps come from the kernel: rx, rx-tx or off
             ///
             /// rx: a request arrives at the kernel's receive stamp of its last segment; rx-tx:
@@ -155,6 +160,7 @@ macro_rules! sim_flags {
                     embedding_dim: self.embedding_dim,
                     image_tokens: self.image_tokens,
                     audio_tokens_per_s: self.audio_tokens_per_s,
+                    max_model_len: self.max_model_len,
                 }
             }
         }

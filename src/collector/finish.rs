@@ -110,6 +110,7 @@ impl Collector {
             shard: facts.shard,
             clock: facts.clock,
             merge: facts.merge,
+            served: facts.served,
             errors: m.errors.summary(),
         }
     }

@@ -553,6 +553,9 @@ fn add_part(m: &mut RunSidecar, p: &Part, shift: i128) {
         mc.start_late_ns = mc.start_late_ns.max(c.start_late_ns);
         mc.offset_uncertainty_ns = mc.offset_uncertainty_ns.max(c.offset_uncertainty_ns);
     }
+    if m.served != s.served {
+        m.served = None;
+    }
     if s.started_at < m.started_at {
         m.started_at = s.started_at.clone();
     }

@@ -78,6 +78,8 @@ pub struct RunFacts {
     pub clock: Option<crate::summary::shard::ClockSync>,
     /// The shards a merged run is made of (`ringbench merge`).
     pub merge: Option<crate::summary::shard::MergeInfo>,
+    /// What the server said about itself before the run.
+    pub served: Option<crate::summary::served::Served>,
 }
 
 /// A cheap snapshot for the progress line. Counts cover every record so far, warm-up

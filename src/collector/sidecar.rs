@@ -42,6 +42,8 @@ pub struct RunSidecar {
     pub clock: Option<crate::summary::shard::ClockSync>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<crate::summary::shard::MergeInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<crate::summary::served::Served>,
 }
 
 impl RunSidecar {
@@ -63,6 +65,7 @@ impl RunSidecar {
             shard: facts.shard.clone(),
             clock: facts.clock.clone(),
             merge: facts.merge.clone(),
+            served: facts.served.clone(),
         }
     }
 
@@ -81,6 +84,7 @@ impl RunSidecar {
             shard: self.shard.clone(),
             clock: self.clock.clone(),
             merge: self.merge.clone(),
+            served: self.served.clone(),
         }
     }
 

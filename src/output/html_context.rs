@@ -103,8 +103,7 @@ fn stop_and_warmup(p: &Plan, s: &Summary) -> (String, String) {
 /// The rows of the context table that come from the plan.
 fn plan_rows(p: &Plan, s: &Summary, rows: &mut Vec<(&'static str, String)>) {
     rows.push(("Server", servers(p)));
-    let model = (p.model.clone()).unwrap_or_else(|| "not recorded (asked of /v1/models)".into());
-    rows.push(("Model", model));
+    rows.push(("Model", model(p, s)));
     let stream = if p.stream { "streamed" } else { "not streamed" };
     let endpoint = format!("{} ({}), {stream}", p.endpoint.name(), p.endpoint.path());
     rows.push(("Endpoint", endpoint));
@@ -132,15 +131,41 @@ fn plan_rows(p: &Plan, s: &Summary, rows: &mut Vec<(&'static str, String)>) {
     }
 }
 
-/// The server's engine, where its metrics told it; its version is not asked for.
+/// The model the requests named, where the name came from, and its context window.
+fn model(p: &Plan, s: &Summary) -> String {
+    let Some(sv) = &s.served else {
+        let m = p.model.clone();
+        return m.unwrap_or_else(|| "not recorded (asked of /v1/models)".into());
+    };
+    let mut m = format!("{} (from {})", sv.model, sv.model_from);
+    if let (Some(n), Some(at)) = (sv.max_model_len, &sv.max_model_len_from) {
+        let _ = write!(m, "; context window {n} tokens (from {at})");
+        if sv.sessions_capped {
+            m.push_str(", conversations capped to it");
+        }
+    }
+    m
+}
+
+/// The server's engine, where its metrics told it, and its version, where it said.
 fn engine(s: &Summary) -> String {
+    let version = match s
+        .served
+        .as_ref()
+        .and_then(|v| Some((v.version.as_ref()?, v.version_from.as_deref()?)))
+    {
+        Some((v, at)) => format!("version {v} (from {at})"),
+        None => "version not reported (vLLM's /version, llama.cpp's /props)".into(),
+    };
     match &s.server {
         Some(sv) => format!(
-            "{} (from its metrics, {}); version not reported",
+            "{} (from its metrics, {}); {version}",
             sv.engine.as_deref().unwrap_or("unknown engine"),
             sv.source
         ),
-        None => "not asked (--server-metrics reads it from the server's /metrics)".into(),
+        None => format!(
+            "{version}; engine not asked (--server-metrics reads it from the server's /metrics)"
+        ),
     }
 }
 

@@ -133,7 +133,8 @@ impl SessionSpec {
 pub enum SessionEnd {
     /// Every turn drawn was answered.
     Completed,
-    /// The next prompt would have passed `--max-context-tokens`.
+    /// The next prompt would have passed `--max-context-tokens`, or (with its `max_tokens`)
+    /// the server's context window.
     Context,
     /// A turn did not succeed (failed, timed out, cancelled by the run's end): a chat app
     /// shows the error and the conversation stops there.

@@ -233,7 +233,15 @@ pub struct SimSettings {
     /// second, halved by its encoder's stride and again by its pooling, as vLLM counts them).
     /// A WAV's length comes from its header.
     pub audio_tokens_per_s: u32,
+    /// The model's context window, tokens, as vLLM's `--max-model-len`: `/v1/models` reports
+    /// it as `max_model_len`, and a request whose prompt (images and audio included) plus
+    /// `max_tokens` exceeds it is refused with vLLM's 400 ("This model's maximum context
+    /// length is N tokens. …"). 0: no limit, and none reported.
+    pub max_model_len: u32,
 }
+
+/// Largest context window the simulator may be given, tokens.
+pub const MAX_MODEL_LEN: u32 = 1 << 30;
 
 /// Most prompt tokens one image may count for.
 pub const MAX_IMAGE_TOKENS: u32 = 1 << 16;
@@ -329,6 +337,7 @@ impl Default for SimSettings {
             embedding_dim: 1024,
             image_tokens: 576,
             audio_tokens_per_s: 25,
+            max_model_len: 0,
         }
     }
 }
@@ -378,6 +387,7 @@ impl SimSettings {
                 0,
                 MAX_IMAGE_TOKENS,
             ),
+            ("max-model-len", self.max_model_len, 0, MAX_MODEL_LEN),
         ];
         for (name, n, low, high) in counts {
             if !(low..=high).contains(&n) {

@@ -147,6 +147,9 @@ pub struct Catalog {
     run_id: Option<RunId>,
     /// A session run of a dataset's conversations: which entries each session's turns are.
     conversations: Option<Conversations>,
+    /// The server's context window, tokens, where it told it (`with_context_window`): a
+    /// session whose next prompt plus that turn's `max_tokens` would not fit ends before it.
+    pub context_window: Option<u32>,
 }
 
 /// A dataset's conversations among the entries: session `s` sends conversation `s mod C`,
@@ -249,6 +252,7 @@ impl Catalog {
                 None => InputSource::Approximate,
             },
             conversations: None,
+            context_window: None,
         }
     }
 
@@ -272,6 +276,13 @@ impl Catalog {
             starts: starts.into(),
             stride: stride.max(1),
         });
+        self
+    }
+
+    /// This catalog with the server's context window (`context_window`), for the sessions
+    /// to end before a prompt that would not fit.
+    pub fn with_context_window(mut self, window: Option<u32>) -> Catalog {
+        self.context_window = window;
         self
     }
 

@@ -110,7 +110,7 @@ const GET_ANSWER: Duration = Duration::from_secs(10);
 /// `GET path` on a connection of its own (TLS for `https://`), `Connection: close`, through
 /// the crate's blocking client: the status and the body (dechunked), at most 4 MiB, all
 /// within `--connect-timeout` plus `GET_ANSWER`. Not on the hot path.
-fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<(u16, Vec<u8>), GetError> {
+pub(super) fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<(u16, Vec<u8>), GetError> {
     let origin = Origin {
         host: ep
             .tls
@@ -131,8 +131,9 @@ fn get(ep: &Endpoint, plan: &Plan, path: &str) -> Result<(u16, Vec<u8>), GetErro
     Ok((status, body.to_vec()))
 }
 
-/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id.
-fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
+/// `GET /v1/models` before the run (blocking; not on the hot path): the first model's id,
+/// and the listing it came from (which may say more of the model: `max_model_len`).
+fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<(String, serde_json::Value), RunError> {
     let fail = |why: String| RunError::Model(ep.base_url.clone(), why);
     let body = match get(ep, plan, "/v1/models") {
         Ok((200, body)) => body,
@@ -140,7 +141,17 @@ fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<String, RunError> {
         Err(GetError::Tls(e)) => return Err(e.into()),
         Err(e) => return Err(fail(e.to_string())),
     };
-    model_from_body(&body).ok_or_else(|| fail("no model id in the response".into()))
+    let id = model_from_body(&body).ok_or_else(|| fail("no model id in the response".into()))?;
+    Ok((id, serde_json::from_slice(&body).unwrap_or_default()))
+}
+
+/// `GET path`'s JSON answer, when it is a 200 with a JSON body; `None` for anything else
+/// (best effort: what a server may or may not say about itself).
+pub(super) fn get_json(ep: &Endpoint, plan: &Plan, path: &str) -> Option<serde_json::Value> {
+    match get(ep, plan, path) {
+        Ok((200, body)) => serde_json::from_slice(&body).ok(),
+        _ => None,
+    }
 }
 
 /// How often `wait_ready` asks, and how often it says it is still waiting.
@@ -256,12 +267,16 @@ pub(super) fn tls_connector(ep: &Endpoint) -> Result<Option<worker::TlsClient>, 
 }
 
 /// The model the requests name: the plan's, or the first the first server lists (several
-/// servers behind one benchmark serve the same model). With a model given, one handshake
-/// with each `https://` server first, so a certificate problem is one clear error before
-/// the run, not one per connection.
-pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
+/// servers behind one benchmark serve the same model), with the listing it was read from.
+/// With a model given, one handshake with each `https://` server first, so a certificate
+/// problem is one clear error before the run, not one per connection.
+pub(super) fn model(
+    eps: &Endpoints,
+    plan: &Plan,
+) -> Result<(String, Option<serde_json::Value>), RunError> {
     let Some(m) = &plan.model else {
-        return discover_model(&eps.list[0], plan);
+        let (id, listing) = discover_model(&eps.list[0], plan)?;
+        return Ok((id, Some(listing)));
     };
     for ep in &eps.list {
         if let Some(t) = &ep.tls {
@@ -269,7 +284,7 @@ pub(super) fn model(eps: &Endpoints, plan: &Plan) -> Result<String, RunError> {
             crate::http::tls::probe(ep.addr, &t.host, t.config.clone(), limit)?;
         }
     }
-    Ok(m.clone())
+    Ok((m.clone(), None))
 }
 
 #[cfg(test)]

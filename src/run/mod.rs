@@ -3,6 +3,7 @@
 //! (`workers`), the collector thread's loop (`collect`) — and writes the run's files. It never
 //! prints: what a caller wants to see as the run goes reaches it through an `Observer`.
 
+mod about;
 mod collect;
 mod endpoint;
 pub mod lock;
@@ -154,8 +155,10 @@ pub fn run_with(
     }
     // Held until the run returns; the kernel releases them on any other exit.
     let _locks = locks(plan, &eps, &started_at)?;
-    let model = endpoint::model(&eps, plan)?;
-    let catalog = catalog(plan, &mut prepared, &eps, &model);
+    let (model, listing) = endpoint::model(&eps, plan)?;
+    let mut served = about::served(&eps, plan, model, listing);
+    let catalog = catalog(plan, &mut prepared, &eps, &served.model)
+        .with_context_window(about::session_cap(plan, &mut served));
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let clock = run_clock(plan);
@@ -192,10 +195,12 @@ pub fn run_with(
     let mut warnings = warnings(plan, &catalog, &ends);
     warnings.extend(refused.clone());
     warnings.extend(clock_warnings(&clock_sync));
+    warnings.extend(about::cap_warning(&served));
     let facts = RunFacts {
         shard: shard_info(plan, started.schedule.as_ref()),
         clock: Some(clock_sync),
         merge: None,
+        served: Some(served),
         started_at,
         io_driver: ends.first().map_or("none", |e| e.driver.name()).to_string(),
         scheduled: workers::scheduled_count(plan, started.schedule.as_ref(), &started.shared),

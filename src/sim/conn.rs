@@ -345,9 +345,16 @@ impl Conn {
             Route::Pool(pool) => self.pooling(pool, head, arrival_ns).await,
             Route::Models => {
                 let created = unix_s();
-                format::models_body(&mut self.ev, &self.shared.settings.model, created);
+                let s = &self.shared.settings;
+                // vLLM lists the window with the model; llama.cpp tells it in `/props`.
+                let window = match s.sim.flavor {
+                    Flavor::Vllm => s.sim.max_model_len,
+                    Flavor::LlamaCpp => 0,
+                };
+                format::models_body(&mut self.ev, &s.model, created, window);
                 self.reply_ev(Status::Ok, head.close).await
             }
+            Route::Version | Route::Props => self.about(head.route, head.close).await,
             Route::Health => {
                 self.ev.clear();
                 self.reply_ev(Status::Ok, head.close).await
@@ -419,6 +426,14 @@ impl Conn {
                 return self.reply_error(Status::BadRequest, &msg, head.close).await;
             }
         };
+        let window = self.shared.settings.sim.max_model_len;
+        if window > 0 && u64::from(plan.prompt_tokens) + u64::from(plan.max_tokens) > window.into()
+        {
+            // Off the serving path (a refusal): the message allocates.
+            let flavor = self.shared.settings.sim.flavor;
+            let msg = format::context_error(flavor, window, plan.prompt_tokens, plan.max_tokens);
+            return self.reply_error(Status::BadRequest, &msg, head.close).await;
+        }
         if self.shared.engine.borrow().caches() {
             let mut seat = self.seat.borrow_mut();
             // The body parsed once already: this pass cannot fail on it.
@@ -709,6 +724,21 @@ impl Conn {
             false => format::error_body(&mut self.ev, status, msg),
         }
         self.reply_ev(status, close).await
+    }
+
+    /// `GET /version` (vLLM flavour) or `GET /props` (llama.cpp flavour): what the server
+    /// says it is; the other flavour's route is not found, as on the real servers.
+    async fn about(&mut self, route: Route, close: bool) -> Result<(), ConnEnd> {
+        let s = &self.shared.settings;
+        match (route, s.sim.flavor) {
+            (Route::Version, Flavor::Vllm) => format::version_body(&mut self.ev),
+            (Route::Props, Flavor::LlamaCpp) => {
+                let slots = s.sim.max_num_seqs.max(1);
+                format::props_body(&mut self.ev, &s.model, s.sim.max_model_len, slots)
+            }
+            _ => return self.reply_error(Status::NotFound, "not found", close).await,
+        }
+        self.reply_ev(Status::Ok, close).await
     }
 
     /// Sends `self.ev` as a whole `Content-Length` body.

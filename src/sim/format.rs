@@ -264,7 +264,7 @@ pub(crate) fn whole_body(body: &mut Vec<u8>, r: &Reply, stamp_ns: u64) {
 }
 
 /// `GET /v1/models`: the OpenAI list with the one model.
-pub(crate) fn models_body(body: &mut Vec<u8>, model: &str, created_s: u64) {
+pub(crate) fn models_body(body: &mut Vec<u8>, model: &str, created_s: u64, max_model_len: u32) {
     body.clear();
     body.extend_from_slice(b"{\"object\":\"list\",\"data\":[{\"id\":\"");
     put_json_str(body, model);
@@ -272,7 +272,61 @@ pub(crate) fn models_body(body: &mut Vec<u8>, model: &str, created_s: u64) {
     put_u64(body, created_s);
     body.extend_from_slice(b",\"owned_by\":\"ringbench\",\"root\":\"");
     put_json_str(body, model);
-    body.extend_from_slice(b"\",\"parent\":null}]}");
+    body.extend_from_slice(b"\",\"parent\":null");
+    if max_model_len > 0 {
+        // vLLM's `ModelCard.max_model_len`.
+        body.extend_from_slice(b",\"max_model_len\":");
+        put_u64(body, max_model_len.into());
+    }
+    body.extend_from_slice(b"}]}");
+}
+
+/// What the simulator calls itself where a server names its version.
+pub(crate) const SIM_VERSION: &str = concat!("ringbench-sim ", env!("CARGO_PKG_VERSION"));
+
+/// vLLM's `GET /version` answer.
+pub(crate) fn version_body(body: &mut Vec<u8>) {
+    body.clear();
+    body.extend_from_slice(b"{\"version\":\"");
+    put_json_str(body, SIM_VERSION);
+    body.extend_from_slice(b"\"}");
+}
+
+/// llama.cpp's `GET /props` answer, the fields a client reads: the build, the slots, and
+/// each slot's context (`default_generation_settings.n_ctx`; llama.cpp splits its context
+/// among its slots). `n_ctx` 0 (no window set) is left out.
+pub(crate) fn props_body(body: &mut Vec<u8>, model: &str, n_ctx: u32, slots: u32) {
+    body.clear();
+    body.extend_from_slice(b"{\"default_generation_settings\":{");
+    if n_ctx > 0 {
+        body.extend_from_slice(b"\"n_ctx\":");
+        put_u64(body, n_ctx.into());
+        body.push(b',');
+    }
+    body.extend_from_slice(b"\"params\":{}},\"total_slots\":");
+    put_u64(body, slots.into());
+    body.extend_from_slice(b",\"model_path\":\"");
+    put_json_str(body, model);
+    body.extend_from_slice(b"\",\"build_info\":\"");
+    put_json_str(body, SIM_VERSION);
+    body.extend_from_slice(b"\"}");
+}
+
+/// The message a server refuses a prompt longer than its window with: vLLM's
+/// (`serving_engine.py`) or llama.cpp's (`exceed_context_size_error`).
+pub(crate) fn context_error(flavor: Flavor, window: u32, prompt: u32, max_tokens: u32) -> String {
+    match flavor {
+        Flavor::Vllm => format!(
+            "This model's maximum context length is {window} tokens. However, you requested {} \
+             tokens ({prompt} in the messages, {max_tokens} in the completion). Please reduce \
+             the length of the messages or completion.",
+            u64::from(prompt) + u64::from(max_tokens)
+        ),
+        Flavor::LlamaCpp => format!(
+            "the request exceeds the available context size, try increasing it (n_prompt_tokens \
+             = {prompt}, n_ctx = {window})"
+        ),
+    }
 }
 
 /// An OpenAI-style error body (`{"error":{"message",..,"code"}}`).
@@ -742,9 +796,26 @@ pub(super) mod tests {
     #[test]
     fn model_names_are_escaped() {
         let mut body = vec![];
-        models_body(&mut body, "a\"b\\c\n", 1);
+        models_body(&mut body, "a\"b\\c\n", 1, 0);
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["data"][0]["id"], "a\"b\\c\n");
+        assert!(v["data"][0].get("max_model_len").is_none());
+        models_body(&mut body, "m", 1, 2048);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["data"][0]["max_model_len"], 2048);
+        version_body(&mut body);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["version"], SIM_VERSION);
+        props_body(&mut body, "m", 4096, 2);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["default_generation_settings"]["n_ctx"], 4096);
+        assert_eq!(
+            (v["total_slots"].as_u64(), v["build_info"].as_str()),
+            (Some(2), Some(SIM_VERSION))
+        );
+        props_body(&mut body, "m", 0, 1);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(v["default_generation_settings"].get("n_ctx").is_none());
         error_body(&mut body, Status::NotFound, "no route");
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["error"]["code"], 404);

@@ -33,6 +33,10 @@ pub(crate) enum Route {
     Pool(Pool),
     Models,
     Health,
+    /// `GET /version` (vLLM's) or `GET /props` (llama.cpp's): what the server says it is,
+    /// in the flavour's own route and shape; the other flavour's route is not found.
+    Version,
+    Props,
     /// `GET /sim/truth`: the simulator's own timing since the last reset (`truth.rs`).
     Truth,
     /// `POST /sim/truth/reset`: starts a new truth window.
@@ -137,6 +141,8 @@ fn route(method: &str, path: &str) -> Route {
         "/v1/score" => ("POST", Route::Pool(Pool::Score)),
         "/v1/models" => ("GET", Route::Models),
         "/health" => ("GET", Route::Health),
+        "/version" => ("GET", Route::Version),
+        "/props" => ("GET", Route::Props),
         "/sim/truth" => ("GET", Route::Truth),
         "/sim/truth/reset" => ("POST", Route::TruthReset),
         "/metrics" => ("GET", Route::Metrics),

@@ -1,6 +1,7 @@
 //! Stage 8 of the flow (… → record → collector → **summary** → report): the one result type
-//! of a run. `Summary` serializes to exactly the `summary.json` of `interface.md` (top-level
-//! keys fixed; nested objects may gain keys, never lose or rename them). This module holds
+//! of a run. `Summary` serializes to exactly the `summary.json` that
+//! `schema/summary.schema.json` describes (top-level keys fixed; nested objects may gain keys,
+//! never lose or rename them). This module holds
 //! types, key naming and the rules that read a finished summary (exit code, small-sample
 //! marking); it never sees a `Record`, never computes a figure from raw data and never prints.
 //!
@@ -13,6 +14,7 @@ pub mod errors;
 pub mod figure;
 pub mod metric;
 pub mod series;
+pub mod served;
 pub mod server;
 pub mod session;
 pub mod shard;
@@ -30,10 +32,11 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The percentiles every stats object carries whatever `--percentiles` says, so that
-/// consumers can rely on the keys of `interface.md`.
+/// consumers can rely on the keys of `schema/summary.schema.json`.
 pub const FIXED_PERCENTILES: [f64; 5] = [50.0, 90.0, 95.0, 99.0, 99.9];
 
-/// How a command ends, as its process exit status: the one list of exit codes (`interface.md`).
+/// How a command ends, as its process exit status: the one list of exit codes
+/// (`docs/guide.md`, "The verdict and exit codes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// Ran, and every check passed.
@@ -220,6 +223,10 @@ pub struct Summary {
     /// existed.
     #[serde(default)]
     pub upload: Option<upload::Upload>,
+    /// What the server said about itself before the run (model, context window, version);
+    /// `null` in summaries written before it existed, and in a merge of shards that disagree.
+    #[serde(default)]
+    pub served: Option<served::Served>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed

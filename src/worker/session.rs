@@ -166,9 +166,11 @@ fn next_end(
     due_ns: u64,
 ) -> Option<SessionEnd> {
     let prompt = u64::from(context) + u64::from(next.input_tokens);
+    let answer = u64::from(next.output_tokens);
     if spec
         .max_context_tokens
         .is_some_and(|max| prompt > u64::from(max))
+        || (ctx.setup.catalog.context_window).is_some_and(|w| prompt + answer > u64::from(w))
     {
         return Some(SessionEnd::Context);
     }

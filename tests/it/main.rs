@@ -46,6 +46,7 @@ mod rerun;
 mod rx_timestamps;
 mod scrape;
 mod secrets;
+mod served;
 mod server_metrics;
 mod sessions;
 mod shape;

@@ -3,8 +3,9 @@
 //! simulator, every image distinct; against a recording server, each body carries its images
 //! in its API's shape (chat `image_url`, Responses `input_image`, Messages `image` blocks;
 //! chat `input_audio`), each one decodes, two requests' pixels differ, and with
-//! `--no-media-salt` a request sends the very bytes of the one a catalog's length before
-//! it. Bad sizes, endpoints and formats exit 2 naming the flag before any request.
+//! `--no-media-salt` a rerun sends the very pixels of the run before it (the salt is what
+//! changes them from run to run). Bad sizes, endpoints and formats exit 2 naming the flag
+//! before any request.
 
 use crate::sessions::recording_server;
 use crate::support::common::{lock, made_dir, output, read_json, ringbench, spawn_sim, KillOnDrop};
@@ -138,6 +139,43 @@ fn chat_images_decode_and_differ_per_request_unless_unsalted() {
         }
     }
     assert_eq!(all.len(), 12);
+}
+
+#[test]
+fn unsalted_images_repeat_from_run_to_run_and_salted_ones_never_do() {
+    let _g = lock();
+    let pixels = |extra: &[&str]| -> std::collections::HashSet<Vec<u8>> {
+        let mut args = vec![
+            "--image-count",
+            "1",
+            "--image-size",
+            "24x24",
+            "--request-count",
+            "4",
+        ];
+        args.extend_from_slice(extra);
+        let bodies = bodies(&args);
+        assert_eq!(bodies.len(), 4);
+        (bodies.iter())
+            .map(|(_, b)| {
+                let url = b["messages"][0]["content"][1]["image_url"]["url"].as_str();
+                png_pixels(&data_url(url.unwrap()).1).2
+            })
+            .collect()
+    };
+    let (a, b) = (pixels(&["--no-media-salt"]), pixels(&["--no-media-salt"]));
+    assert_eq!(a.len(), 4, "four prompts, four images");
+    assert_eq!(
+        a, b,
+        "unsalted: the same seed draws the same images in every run"
+    );
+    let (c, d) = (pixels(&[]), pixels(&[]));
+    assert_eq!(c.len(), 4);
+    assert!(
+        c.is_disjoint(&d),
+        "salted: no image of one run is sent by the next"
+    );
+    assert!(c.is_disjoint(&a), "salted images are not the unsalted ones");
 }
 
 #[test]
