@@ -215,7 +215,9 @@ impl Scraping {
         let gated = shared.gate.open_ns().is_none();
         let over = match gated {
             true => {
-                let claimed = shared.claimed.load(Ordering::SeqCst) >= self.warmup_requests;
+                // Acquire: pairs with the claim's Release (`worker::lane::virtual_user`), so
+                // every user whose claim this sees is counted in the gate's in-flight count.
+                let claimed = shared.claimed.0.load(Ordering::Acquire) >= self.warmup_requests;
                 shared.gate.drained(claimed && timed_out)
             }
             false if self.warmup_requests > 0 => shared.total_sent() >= self.warmup_requests,

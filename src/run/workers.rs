@@ -205,7 +205,7 @@ pub(super) fn scheduled_count(plan: &Plan, schedule: Option<&Schedule>, shared: 
     let arrivals = match schedule {
         Some(s) => shard.share(s.len()),
         None => {
-            let claimed = shared.claimed.load(std::sync::atomic::Ordering::Relaxed);
+            let claimed = shared.claimed.0.load(std::sync::atomic::Ordering::Relaxed);
             let total = plan.stop.request_count.map(|c| c + plan.warmup_requests);
             total.map_or(claimed, |t| claimed.min(shard.share(t)))
         }

@@ -653,6 +653,9 @@ pub struct WorkerCounts {
     pub cap_waits: u64,
     /// Arrivals that needed a new lane while the most connections were being opened.
     pub connect_waits: u64,
+    /// Records whose generated text (kept with `--tokenizer` or `--turns`) passed the
+    /// per-record bound (4 MiB): none of their text was kept.
+    pub texts_cut: u64,
 }
 
 /// One worker's overhead (an entry of `overhead.workers`).

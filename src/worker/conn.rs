@@ -4,13 +4,13 @@
 //! `Record` (a reused connection the server closed while idle is reopened once, not a
 //! failure). Never prints.
 
-use super::lane::{ConnectGuard, Job};
+use super::job::{ConnectGuard, Job};
 use super::sink::{credit_empty_text, final_outcome, resolve_osl, RecordSink, StreamState};
 use super::Ctx;
 use crate::http::{Limits, Progress, ResponseError, ResponseParser};
 use crate::plan::CancelAfter;
 use crate::prepare::catalog::Entry;
-use crate::record::{Outcome, Record, WarmupBy};
+use crate::record::{Outcome, Record, Spare, WarmupBy};
 use crate::rt::timer::Timer;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
@@ -187,31 +187,17 @@ impl Conn {
             .filter(|c| c.cancels(s.plan.seed, job.id))
             .map(|c| c.after);
         self.go_to(job.to);
-        let spare = ctx.spare();
-        let mut rec = Record {
-            id: job.id,
-            endpoint: job.to as u16,
-            worker: s.index as u16,
-            warmup: warmup_by.any(),
+        let ask = Ask {
+            job,
+            payload,
             warmup_by,
-            intended_ns: job.intended_ns,
-            input_tokens: payload.input_tokens,
-            input_source: s.catalog.input_source,
-            body_bytes: payload.body_bytes,
-            images: payload.images,
-            audio_ms: payload.audio_ms,
-            request_id: s.catalog.request_id(job.id),
-            events: spare.events,
-            text: spare.text,
-            server_request_id: spare.server_request_id,
-            failure: spare.failure,
-            ..Default::default()
         };
+        let mut rec = ask.record(ctx, ctx.spare());
         ctx.counters.borrow_mut().requests += 1;
         let limit = Duration::from_nanos(s.plan.request_timeout_ns);
         let slot = self.cancel_slot.clone();
         let ended = {
-            let work = monoio::time::timeout(limit, self.send(ctx, &mut rec, cut));
+            let work = monoio::time::timeout(limit, self.send(ctx, &mut rec, &ask, cut));
             let cancel = ctx.cancel.wait(&slot);
             monoio::select! {
                 r = work => r.map_or(Ended::TimedOut, Ended::Done),
@@ -248,7 +234,13 @@ impl Conn {
 
     /// Sends on the kept-alive connection (or a new one), retrying once on a fresh
     /// connection when the kept one was found closed.
-    async fn send(&mut self, ctx: &Ctx, rec: &mut Record, cut: Option<CancelAfter>) -> Outcome {
+    async fn send(
+        &mut self,
+        ctx: &Ctx,
+        rec: &mut Record,
+        ask: &Ask,
+        cut: Option<CancelAfter>,
+    ) -> Outcome {
         for attempt in 0..2 {
             let reused = self.stream.is_some();
             if !reused {
@@ -256,7 +248,11 @@ impl Conn {
                     return outcome;
                 }
             }
-            clear_response(rec);
+            if attempt > 0 {
+                // Forget what the stale attempt left: the record as it was before it was
+                // sent, its buffers emptied and kept (no allocation).
+                *rec = ask.record(ctx, rec.take_spare());
+            }
             match self.attempt(ctx, rec, attempt == 0, cut).await {
                 Attempt::Finished(outcome) => return outcome,
                 Attempt::Stale if reused => self.stream = None,
@@ -337,9 +333,27 @@ impl Conn {
             return Attempt::Stale;
         }
         rec.uploaded_ns = Some(stamp_written(ctx, sent_ns));
+        let mut state = StreamState::default();
+        let cut = Cut::new(cut, s.clock.origin_mono_ns() + sent_ns);
+        let attempt = self.receive(ctx, rec, stream, &mut state, cut).await;
+        if state.text_cut {
+            ctx.counters.borrow_mut().texts_cut += 1;
+        }
+        attempt
+    }
+
+    /// Reads the response to the request just written on `stream`, into `rec`; the stream
+    /// is kept for the next request when the response allows.
+    async fn receive(
+        &mut self,
+        ctx: &Ctx,
+        rec: &mut Record,
+        mut stream: Stream,
+        stream_state: &mut StreamState,
+        mut cut: Cut,
+    ) -> Attempt {
+        let s = &ctx.setup;
         let mut got_bytes = false;
-        let mut stream_state = StreamState::default();
-        let mut cut = Cut::new(cut, s.clock.origin_mono_ns() + sent_ns);
         loop {
             // A cut by time: the connection closes as `stream` drops here.
             let Some((res, buf, kernel_rt_ns)) = self.read_next(&mut stream, &cut).await else {
@@ -354,7 +368,7 @@ impl Conn {
             };
             let mut sink = RecordSink::new(
                 rec,
-                &mut stream_state,
+                stream_state,
                 at_ns,
                 s.clock.origin_mono_ns(),
                 s.plan.stream,
@@ -387,7 +401,7 @@ impl Conn {
                     rec.done_ns = Some(at_ns);
                     rec.done_user_ns = user_ns;
                     credit_empty_text(rec);
-                    return Attempt::Finished(final_outcome(rec, &stream_state));
+                    return Attempt::Finished(final_outcome(rec, stream_state));
                 }
                 Err(e) => return Attempt::Finished(parse_outcome(e)),
             }
@@ -560,7 +574,7 @@ fn stamped(ctx: &Ctx, stream: TcpStream) -> Stream {
 }
 
 fn count_read(ctx: &Ctx, rec: &mut Record, n: usize) {
-    rec.reads += 1;
+    rec.reads = rec.reads.saturating_add(1);
     rec.bytes += n as u64;
     let mut c = ctx.counters.borrow_mut();
     c.reads += 1;
@@ -579,23 +593,39 @@ fn parse_outcome(e: ResponseError) -> Outcome {
     e.outcome()
 }
 
-/// Forgets what a stale attempt left in the record before the request is sent again.
-fn clear_response(rec: &mut Record) {
-    rec.status = 0;
-    rec.uploaded_ns = None;
-    rec.head_ns = None;
-    rec.first_token_ns = None;
-    rec.first_output_ns = None;
-    rec.first_visible_ns = None;
-    rec.last_token_ns = None;
-    rec.done_ns = None;
-    rec.first_token_user_ns = None;
-    rec.done_user_ns = None;
-    rec.usage_prompt_tokens = None;
-    rec.usage_completion_tokens = None;
-    rec.cached_tokens = None;
-    rec.events.clear();
-    rec.events_dropped = 0;
-    rec.text.clear();
-    rec.failure.clear();
+/// One request as the lane asks for it: the job, what it carries, its warm-up rules.
+#[derive(Clone, Copy)]
+struct Ask {
+    job: Job,
+    payload: Payload,
+    warmup_by: WarmupBy,
+}
+
+impl Ask {
+    /// The record before any response: the request as scheduled, everything the response
+    /// fills at its default, and the (empty) buffers of `spare`. The one place a record is
+    /// begun, for the first attempt and for a retry alike.
+    fn record(&self, ctx: &Ctx, spare: Spare) -> Record {
+        let s = &ctx.setup;
+        let (job, payload) = (self.job, self.payload);
+        Record {
+            id: job.id,
+            endpoint: job.to as u16,
+            worker: s.index as u16,
+            warmup: self.warmup_by.any(),
+            warmup_by: self.warmup_by,
+            intended_ns: job.intended_ns,
+            input_tokens: payload.input_tokens,
+            input_source: s.catalog.input_source,
+            body_bytes: payload.body_bytes,
+            images: payload.images,
+            audio_ms: payload.audio_ms,
+            request_id: s.catalog.request_id(job.id),
+            events: spare.events,
+            text: spare.text,
+            server_request_id: spare.server_request_id,
+            failure: spare.failure,
+            ..Default::default()
+        }
+    }
 }

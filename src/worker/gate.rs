@@ -93,6 +93,20 @@ impl WarmupGate {
         self.open_ns
             .store(now_ns.min(CLOSED - 1), Ordering::Release);
     }
+
+    /// Closed loop: whether `plan`'s `--duration` of measured requests has passed at `now_ns`
+    /// (counted from the measured phase's opening, and not before the warm-up duration from
+    /// `start_ns` ended; never while the gate is shut).
+    pub fn past_duration(&self, plan: &Plan, start_ns: u64, now_ns: u64) -> bool {
+        let Some(d) = plan.stop.duration_ns else {
+            return false;
+        };
+        let from = match self.open_ns() {
+            Some(t) => t.max(start_ns + plan.warmup_duration_ns),
+            None => return false,
+        };
+        now_ns >= from.saturating_add(d)
+    }
 }
 
 #[cfg(test)]

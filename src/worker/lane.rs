@@ -2,11 +2,13 @@
 //! task with its own keep-alive connection (`conn`), reused request after request: the open
 //! loop dispatches arrivals to idle lanes and opens a new lane only when none is idle (so
 //! steady state allocates nothing), a closed-loop virtual user is a lane that feeds itself.
-//! Here too: the gate that bounds connects in progress, and the bell that cancels every lane
-//! in flight when a grace period ends. Never prints.
+//! Here too: the bell that cancels every lane in flight when a grace period ends. Inside
+//! `worker/` it sits above `session` and `conn` (it runs them; they never import it), and
+//! the job and the connect gate all three share are `job`'s. Never prints.
 
 use super::conn::Conn;
 use super::gate;
+use super::job::{ConnectGuard, Job, MAX_CONNECTING};
 use super::session::{self, SessionBufs};
 use super::Ctx;
 use std::cell::{Cell, RefCell};
@@ -15,53 +17,6 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 use std::time::Duration;
-
-#[derive(Clone, Copy, Debug)]
-pub struct Job {
-    pub id: u64,
-    pub intended_ns: u64,
-    /// The server it goes to (`Ctx::route`): an index of the plan's targets.
-    pub to: usize,
-}
-
-/// Connections a worker may be opening at once. Past this an arrival that needs a new lane
-/// waits (and the wait shows as scheduling lag) instead of opening yet another one: a
-/// server slow to accept otherwise gets a storm of connects from an open loop, each new
-/// connect costs the client more (the kernel's ephemeral-port search, measured at 80% of
-/// the worker's CPU with ~20k lanes) and the server's full accept queue drops the SYNs,
-/// which retry for seconds: a collapse caused by the client, not the load. On loopback a
-/// connect takes ~50 µs, so 256 at once is never the limit of a healthy run.
-pub const MAX_CONNECTING: usize = 256;
-
-/// Counts connections being opened on this worker; the open loop's dispatcher waits on it.
-#[derive(Default)]
-pub struct ConnectGate {
-    pending: Cell<usize>,
-    waiter: Cell<Option<Waker>>,
-}
-
-impl ConnectGate {
-    /// Counts one connect until the guard drops (done, failed, or abandoned mid-way).
-    pub fn enter(self: &Rc<Self>) -> ConnectGuard {
-        self.pending.set(self.pending.get() + 1);
-        ConnectGuard(self.clone())
-    }
-
-    pub fn is_full(&self) -> bool {
-        self.pending.get() >= MAX_CONNECTING
-    }
-}
-
-pub struct ConnectGuard(Rc<ConnectGate>);
-
-impl Drop for ConnectGuard {
-    fn drop(&mut self) {
-        self.0.pending.set(self.0.pending.get() - 1);
-        if let Some(w) = self.0.waiter.take() {
-            w.wake();
-        }
-    }
-}
 
 /// One lane's mailbox: the pacer puts a job in and wakes the lane's task.
 #[derive(Default)]
@@ -245,7 +200,7 @@ impl Lanes {
                 return Poll::Ready(());
             }
             self.state.waiter.set(Some(cx.waker().clone()));
-            gate.waiter.set(Some(cx.waker().clone()));
+            gate.wake_on_leave(cx.waker());
             Poll::Pending
         })
         .await
@@ -339,12 +294,20 @@ pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
     let mut previous_done_ns: Option<u64> = starts_at;
     loop {
         let now = s.clock.now_ns();
-        if s.shared.stop.load(Ordering::Relaxed) || past_duration(s, now) {
+        if s.shared.stop.load(Ordering::Relaxed)
+            || s.shared.gate.past_duration(&s.plan, s.start_ns, now)
+        {
             break;
         }
         let claim = || {
-            // SeqCst: the gate's drain test reads the claims before its in-flight count.
-            let local = s.shared.claimed.fetch_add(1, Ordering::SeqCst);
+            // Release, the weakest ordering that is correct: the ids are unique by the
+            // counter's atomicity alone, and the one thing a claim must publish is the gate's
+            // check-in just before it (`WarmupGate::enter`). The drain test reads the claims
+            // with Acquire before the in-flight count (`run::server`), so once it sees this
+            // claim it sees the check-in too (every later claim is a read-modify-write, which
+            // continues this release). On x86 any ordering is the same locked add: the cost
+            // was the cache line, which `PaddedCounter` keeps apart from what requests read.
+            let local = s.shared.claimed.0.fetch_add(1, Ordering::Release);
             // A shard's ids are the global ids i with i mod N = I: `total` bounds them all.
             let id = s.plan.this_shard().global(local);
             (id, previous_done_ns.unwrap_or_else(|| s.clock.now_ns()))
@@ -384,19 +347,6 @@ pub async fn virtual_user(ctx: Rc<Ctx>, starts_at: Option<u64>) {
             gate.left();
         }
     }
-}
-
-/// Closed loop: whether `--duration` of measured requests has passed at `now_ns` (counted
-/// from the measured phase's opening; never while the warm-up gate is shut).
-pub(super) fn past_duration(s: &super::WorkerSetup, now_ns: u64) -> bool {
-    let Some(d) = s.plan.stop.duration_ns else {
-        return false;
-    };
-    let from = match s.shared.gate.open_ns() {
-        Some(t) => t.max(s.start_ns + s.plan.warmup_duration_ns),
-        None => return false,
-    };
-    now_ns >= from.saturating_add(d)
 }
 
 /// How often a user at the warm-up gate looks whether the measured phase has opened.
@@ -497,26 +447,6 @@ mod tests {
 
     fn poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>, w: &Waker) -> Poll<F::Output> {
         f.poll(&mut Context::from_waker(w))
-    }
-
-    #[test]
-    fn the_connect_gate_fills_at_its_bound_and_a_guard_gives_its_place_back() {
-        let gate = Rc::new(ConnectGate::default());
-        let mut guards: Vec<ConnectGuard> = (0..MAX_CONNECTING - 1).map(|_| gate.enter()).collect();
-        assert!(!gate.is_full());
-        guards.push(gate.enter());
-        assert!(gate.is_full());
-        let (woken, w) = counting();
-        gate.waiter.set(Some(w));
-        drop(guards.pop());
-        assert!(!gate.is_full());
-        assert_eq!(
-            woken.0.load(AtomicOrdering::SeqCst),
-            1,
-            "the waiting dispatcher is woken"
-        );
-        drop(guards);
-        assert_eq!(gate.pending.get(), 0);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Stage 2 of the flow (schedule → **worker** → http → sse → extract → record → collector →
 //! report): one OS thread per CPU, pinned, each with its own monoio runtime, its share of the
 //! schedule, its own connections and buffers. Nothing is shared between workers on the hot
-//! path except a few relaxed atomics (stop flag, closed-loop claims, live counters); the
+//! path except a few atomics (stop flag, closed-loop claims, live counters), each counter
+//! written per request on a cache line of its own (`PaddedCounter`); the
 //! records of each runtime pass leave together on the worker's own bounded ring to the
 //! collector, and their buffers come back on another (`record::handoff`). Workers never
 //! compute percentiles and never print.
 
 mod conn;
 pub mod gate;
+mod job;
 mod lane;
 mod pacer;
 mod pass;
@@ -27,7 +29,8 @@ use crate::rt::clock::RunClock;
 use crate::schedule::Schedule;
 use crate::summary::workers::{QueueTally, WorkerStats};
 use crate::summary::WorkerCounts;
-use lane::{Job, Lanes};
+use job::Job;
+use lane::Lanes;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -47,8 +50,11 @@ const PREALLOCATED_EVENT_VECS: usize = 256;
 pub struct Shared {
     /// Set to stop scheduling (interrupt): arrivals not yet sent end as `NotSent`.
     pub stop: AtomicBool,
-    /// Closed loop: the next request id to claim.
-    pub claimed: AtomicU64,
+    /// Closed loop: the next request id to claim. Every user of every worker writes it once
+    /// per request, so it has a cache line of its own: were it beside `stop` or the warm-up
+    /// gate, which every request reads, each claim would take that line from every other
+    /// worker's cache.
+    pub claimed: PaddedCounter,
     /// Requests handed to the kernel, per worker (the progress line reads them).
     pub sent: Vec<PaddedCounter>,
     /// Set when the grace period after a stop ends: in-flight requests end as `Cancelled`.
@@ -61,6 +67,8 @@ pub struct Shared {
     pub turns_begun: Vec<PaddedCounter>,
 }
 
+/// A counter alone on its cache line (128 bytes: two 64-byte lines, as the adjacent-line
+/// prefetcher of x86 pulls pairs), so writing it never invalidates what others read.
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub struct PaddedCounter(pub AtomicU64);
@@ -70,7 +78,7 @@ impl Shared {
     pub fn new(workers: usize, plan: &Plan) -> Self {
         Shared {
             stop: AtomicBool::new(false),
-            claimed: AtomicU64::new(0),
+            claimed: PaddedCounter::default(),
             sent: (0..workers).map(|_| PaddedCounter::default()).collect(),
             cancel: AtomicBool::new(false),
             gate: gate::WarmupGate::new(gate::drains(plan)),
@@ -210,7 +218,7 @@ pub(crate) struct Ctx {
     /// stamp. On epoll the lane's own `recv` reads (see `pass`).
     pub driver_reads: bool,
     pub cancel: lane::CancelBell,
-    pub connects: Rc<lane::ConnectGate>,
+    pub connects: Rc<job::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
     pub kernel_rx: rxstamp::Tally,
     /// Per server: this worker's requests (with `--turns`, sessions) in flight there, for
@@ -452,7 +460,17 @@ fn warnings(ctx: &Ctx, c: &WorkerCounts, pinned: bool) -> Vec<String> {
              (the server was slow to accept)",
             s.index,
             c.connect_waits,
-            lane::MAX_CONNECTING
+            job::MAX_CONNECTING
+        ));
+    }
+    if c.texts_cut > 0 {
+        warnings.push(format!(
+            "worker {}: {} responses' text passed the bound of {} MiB per record and was not \
+             kept (their OSL is the server's usage or the events', not the tokenizer's; a \
+             conversation's history lacks that reply)",
+            s.index,
+            c.texts_cut,
+            sink::MAX_TEXT_BYTES_PER_RECORD >> 20
         ));
     }
     if !pinned {

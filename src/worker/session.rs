@@ -12,7 +12,7 @@
 //! Never prints.
 
 use super::conn::{Conn, Payload};
-use super::lane::Job;
+use super::job::Job;
 use super::Ctx;
 use crate::plan::{SessionEnd, SessionSpec};
 use crate::prepare::catalog::Entry;
@@ -190,7 +190,7 @@ fn run_over_at(ctx: &Ctx, at_ns: u64) -> bool {
         return false;
     };
     match s.plan.load {
-        crate::plan::Load::Closed { .. } => super::lane::past_duration(s, at_ns),
+        crate::plan::Load::Closed { .. } => s.shared.gate.past_duration(&s.plan, s.start_ns, at_ns),
         _ => at_ns >= s.start_ns + s.plan.warmup_duration_ns + d,
     }
 }

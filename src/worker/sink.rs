@@ -2,8 +2,10 @@
 //! response parser says, turned into a record's stamps, token counts and outcome — the
 //! decisions of docs/metrics.md applied as bytes arrive: which event is a token (content or
 //! reasoning; a role-only or empty chunk is not), how many tokens an event carried (exact
-//! from cumulative usage, else one), OSL from usage or from the events, the bound on events
-//! kept. No I/O and no clock: the caller passes each read's stamp. Never prints.
+//! from cumulative usage, else one), OSL from usage or from the events, the bounds on events
+//! and text kept. Counts a server supplies are added saturating: a server's `u32::MAX` stays
+//! that, it never wraps to a small number. No I/O and no clock: the caller passes each read's
+//! stamp. Never prints.
 
 use crate::extract::EventInfo;
 use crate::http::ResponseSink;
@@ -11,6 +13,15 @@ use crate::record::{EventStamp, OslSource, Outcome, Record};
 
 /// Events kept per record; more are counted in `events_dropped`, never silently lost.
 pub(super) const MAX_EVENTS_PER_RECORD: usize = 1 << 16;
+
+/// Generated text kept per record (only with `--tokenizer` or `--turns`): 4 MiB. A normal
+/// answer is far below it: 128k tokens, the longest `max_tokens` of today's models, are about
+/// 512 KiB of text at 4 bytes a token, and a conversation whose reply alone is that long is
+/// past any model's context, so its session ends at its budget before the next turn. Past the
+/// bound the record keeps no text at all (`StreamState::text_cut`, counted per record in
+/// `text_cut`): the collector then takes the OSL from usage or the events, never from the
+/// tokenizer's count of a cut text.
+pub(super) const MAX_TEXT_BYTES_PER_RECORD: usize = 4 << 20;
 
 /// The outcome of a response that ended cleanly by its framing.
 pub(super) fn final_outcome(rec: &Record, state: &StreamState) -> Outcome {
@@ -32,7 +43,7 @@ pub(super) fn resolve_osl(rec: &mut Record) {
         rec.output_tokens = n;
         rec.output_source = OslSource::Usage;
     } else {
-        rec.output_tokens = rec.events.iter().map(|e| e.tokens).sum();
+        rec.output_tokens = (rec.events.iter()).fold(0, |n, e| n.saturating_add(e.tokens));
         rec.output_source = OslSource::Events;
     }
 }
@@ -63,6 +74,9 @@ pub(super) struct StreamState {
     pub wrong_api: bool,
     /// Output tokens counted so far (to turn cumulative usage into per-event counts).
     tokens: u32,
+    /// The text outgrew `MAX_TEXT_BYTES_PER_RECORD`: the record's text was emptied and the
+    /// rest of the response's is not kept.
+    pub text_cut: bool,
 }
 
 /// Turns parser callbacks into stamps on the record. Every event completed by one read gets
@@ -177,7 +191,7 @@ impl ResponseSink for RecordSink<'_> {
         } else {
             0
         };
-        self.state.tokens += tokens;
+        self.state.tokens = self.state.tokens.saturating_add(tokens);
         self.stamp_tokens(ev);
         if let Some(u) = ev.usage {
             self.rec.usage_prompt_tokens = u.prompt_tokens.or(self.rec.usage_prompt_tokens);
@@ -187,7 +201,7 @@ impl ResponseSink for RecordSink<'_> {
         }
         self.stored_last = false;
         if self.rec.events.len() >= MAX_EVENTS_PER_RECORD {
-            self.rec.events_dropped += 1;
+            self.rec.events_dropped = self.rec.events_dropped.saturating_add(1);
             return;
         }
         self.rec.events.push(EventStamp {
@@ -206,8 +220,16 @@ impl ResponseSink for RecordSink<'_> {
     }
 
     /// The text of the event just stored (never of a dropped one, so the offsets line up).
+    /// A text that would pass `MAX_TEXT_BYTES_PER_RECORD` empties the record's: all of it or
+    /// none, so no count is taken from a part.
     fn text(&mut self, text: &[u8]) {
-        if !self.stored_last {
+        if !self.stored_last || self.state.text_cut {
+            return;
+        }
+        if self.rec.text.len() + text.len() > MAX_TEXT_BYTES_PER_RECORD {
+            self.state.text_cut = true;
+            self.rec.text.clear();
+            self.rec.events.iter_mut().for_each(|e| e.text_bytes = 0);
             return;
         }
         self.rec.text.extend_from_slice(text);
@@ -430,6 +452,64 @@ mod tests {
         assert_eq!(rec.events_dropped, 1);
         assert_eq!(rec.text, b"kept");
         assert_eq!(rec.events.last().unwrap().text_bytes, 4);
+    }
+
+    /// Server counts past `u32::MAX` saturate, in release builds too (no overflow checks
+    /// there: an unchecked add would wrap to a small count and the next event would be
+    /// credited `u32::MAX` tokens again).
+    #[test]
+    fn server_counts_past_u32_max_saturate() {
+        let max = u32::MAX;
+        let events = vec![
+            with_usage(content(1), max),
+            with_usage(content(1), max),
+            with_usage(content(1), max),
+        ];
+        let rec = fed(true, &[(10, events)]);
+        let tokens: Vec<u32> = rec.events.iter().map(|e| e.tokens).collect();
+        assert_eq!(tokens, [max, 1, 1]);
+        // Without usage the OSL is the events' sum, which saturates as well.
+        let mut rec = fed(true, &[(10, vec![with_usage(content(1), max)])]);
+        rec.events.push(rec.events[0]);
+        rec.usage_completion_tokens = None;
+        resolve_osl(&mut rec);
+        assert_eq!(
+            (rec.output_tokens, rec.output_source),
+            (max, OslSource::Events)
+        );
+        let mut rec = Record {
+            events_dropped: max,
+            ..Default::default()
+        };
+        let mut state = StreamState::default();
+        let mut sink = RecordSink::new(&mut rec, &mut state, 1, 0, true);
+        (0..=MAX_EVENTS_PER_RECORD).for_each(|_| sink.event(&content(1)));
+        assert_eq!(rec.events_dropped, max);
+    }
+
+    #[test]
+    fn text_past_its_bound_is_dropped_whole_and_counted() {
+        let mut rec = Record::default();
+        let mut state = StreamState::default();
+        let piece = vec![b'a'; MAX_TEXT_BYTES_PER_RECORD / 4];
+        let mut sink = RecordSink::new(&mut rec, &mut state, 1, 0, true);
+        for _ in 0..4 {
+            sink.event(&content(1));
+            sink.text(&piece);
+        }
+        assert_eq!(
+            sink.rec.text.len(),
+            MAX_TEXT_BYTES_PER_RECORD,
+            "up to the bound: kept"
+        );
+        sink.event(&content(1));
+        sink.text(b"b");
+        sink.event(&content(1));
+        sink.text(b"c");
+        assert!(state.text_cut);
+        assert!(rec.text.is_empty(), "none of it, not a part");
+        assert!(rec.events.iter().all(|e| e.text_bytes == 0));
+        assert_eq!(rec.events.len(), 6, "the events themselves are kept");
     }
 
     /// `wire` through the real parser for `endpoint` into a record, ended as the worker ends

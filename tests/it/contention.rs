@@ -3,7 +3,7 @@
 //! contention (not the client), a real measurement exits 4 for it, and the demo and the
 //! self-check — which are not measurements — report it and exit 0.
 
-use crate::support::common::{at, f, KillOnDrop};
+use crate::support::common::{at, f, within_attempts, KillOnDrop};
 use crate::support::common::{cpu_pair, lock, out_dir, output, read_json, ringbench, spawn_sim};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,8 +64,8 @@ fn figures(s: &Value) -> String {
 /// short run. Returns the exit code, the console and the summary of the invalid attempt.
 fn invalid_under_contention(name: &str, args: &[&str]) -> (i32, String, Value) {
     let (cpu, _) = cpu_pair();
-    let mut seen = Vec::new();
-    for attempt in 0..3 {
+    let what = format!("{name}: an invalid run under two burners");
+    within_attempts(3, &what, |attempt| {
         let dir = out_dir(&format!("{name}-{attempt}"));
         let cpus = cpu.to_string();
         let mut line: Vec<&str> = args.to_vec();
@@ -81,12 +81,11 @@ fn invalid_under_contention(name: &str, args: &[&str]) -> (i32, String, Value) {
             "attempt {attempt}: {}",
             figures(&s)
         );
-        if s["overhead"]["valid"] == false {
-            return (ran.status.code().unwrap(), ran.stdout, s);
+        match s["overhead"]["valid"] == false {
+            true => Ok((ran.status.code().unwrap(), ran.stdout, s)),
+            false => Err(figures(&s)),
         }
-        seen.push(figures(&s));
-    }
-    panic!("{name}: three runs under two burners stayed valid: {seen:#?}");
+    })
 }
 
 #[test]

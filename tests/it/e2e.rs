@@ -4,7 +4,7 @@
 //! assertions must not measure another test's load.
 
 use crate::support::common::{self, cpu_pair, f, lock, made_dir, output, read_json, ringbench};
-use crate::support::common::{run_summary, sim_plan, u, uring_or_skip};
+use crate::support::common::{run_summary, sim_plan, u, uring_or_skip, within_attempts};
 use ringbench::plan::{Arrival, IoDriver, Load, Plan, Slo, SloMetric, Stop};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -198,20 +198,54 @@ fn simulated_delays_are_measured_within_bounds() {
         request_count: Some(40),
         duration_ns: None,
     };
-    let s = run_summary(&p);
-    assert_eq!(u(&s, "counts.ok"), 40);
-    let ttft = f(&s, "latency_ms.ttft.p50");
-    let tpot = f(&s, "latency_ms.tpot.p50");
-    let e2e = f(&s, "latency_ms.e2e.p50");
-    assert!((50.0..=52.0).contains(&ttft), "TTFT p50 {ttft} ms");
+    within_attempts(3, "the simulated delays", |_| {
+        measured_delays(&run_summary(&p))
+    });
+}
+
+/// The figures of `simulated_delays_are_measured_within_bounds`' run. TTFT and E2E are
+/// measured against the simulator's own truth of the same run (`overhead.sim`, from the
+/// kernel's receive stamp of each request to its writes), so a simulator that wrote late on
+/// a loaded machine moves both sides alike: the client's figure holds the server's (less the
+/// truth's 0.8 % buckets) plus two loopback hops. The truth itself is never early. TPOT and
+/// ITL have no truth to compare with: their bands are `Err` when broken, to be retried.
+fn measured_delays(s: &Value) -> Result<(), String> {
+    assert_eq!(u(s, "counts.ok"), 40);
+    let ms = |path: &str| f(s, path);
+    let (ttft, e2e) = (ms("latency_ms.ttft.p50"), ms("latency_ms.e2e.p50"));
+    let (sim_ttft, sim_e2e) = (
+        ms("overhead.sim.ttft_us.p50") / 1e3,
+        ms("overhead.sim.e2e_us.p50") / 1e3,
+    );
+    // 50 ms; 50 ms + 19 gaps of 10 ms = 240 ms; less the truth's buckets.
+    assert!(
+        sim_ttft >= 50.0 * 0.99,
+        "the simulator's TTFT p50 {sim_ttft} ms"
+    );
+    assert!(
+        sim_e2e >= 240.0 * 0.99,
+        "the simulator's E2E p50 {sim_e2e} ms"
+    );
+    let holds = |client: f64, truth: f64| (truth * 0.99..=truth * 1.01 + 1.0).contains(&client);
+    assert!(
+        holds(ttft, sim_ttft),
+        "TTFT p50 {ttft} ms, the simulator's {sim_ttft} ms"
+    );
+    assert!(
+        holds(e2e, sim_e2e),
+        "E2E p50 {e2e} ms, the simulator's {sim_e2e} ms"
+    );
+    let (tpot, itl) = (ms("latency_ms.tpot.p50"), ms("latency_ms.itl.p50"));
     // The simulator writes token i at first + i·10 ms (absolute deadlines), so a first token
     // it wrote late shortens the span after it: by the kernel's receive stamps (the
     // default) TPOT can come in under 10 ms by that lateness / 19 (50 µs late: 9.997 ms).
-    assert!((9.9..=10.5).contains(&tpot), "TPOT p50 {tpot} ms");
-    // 50 ms + 19 gaps of 10 ms = 240 ms.
-    assert!((239.0..=246.0).contains(&e2e), "E2E p50 {e2e} ms");
-    let itl = f(&s, "latency_ms.itl.p50");
-    assert!((9.5..=10.5).contains(&itl), "ITL p50 {itl} ms");
+    match (9.9..=10.5).contains(&tpot) && (9.5..=10.5).contains(&itl) {
+        true => Ok(()),
+        false => Err(format!(
+            "TPOT p50 {tpot} ms (9.9–10.5), ITL p50 {itl} ms (9.5–10.5); TTFT p50 {ttft} ms, \
+             E2E p50 {e2e} ms"
+        )),
+    }
 }
 
 #[test]
@@ -338,9 +372,15 @@ fn refused_connections_are_failures_not_latencies() {
 #[test]
 fn binary_against_a_separate_simulator_process() {
     let _g = lock();
+    // The achieved rate is what a loaded machine can break (a client held off its CPU).
+    within_attempts(3, "the achieved rate", binary_run);
+}
+
+/// Attempt `k` of the test above; `Err` with the rates when the client fell behind.
+fn binary_run(k: usize) -> Result<(), String> {
     let (client_cpu, _) = cpu_pair();
     let (mut sim, addr) = common::spawn_sim();
-    let out = made_dir("binary-run");
+    let out = made_dir(&format!("binary-run-{k}"));
     let status = ringbench([
         "run",
         "--url",
@@ -372,16 +412,25 @@ fn binary_against_a_separate_simulator_process() {
     assert_counts_add_up(&s);
     assert_eq!(u(&s, "counts.ok"), u(&s, "counts.sent"));
     assert_eq!(u(&s, "counts.failed"), 0);
-    let achieved = f(&s, "achieved.request_rate");
-    assert!(
-        (achieved / 1000.0 - 1.0).abs() < 0.02,
-        "achieved {achieved}/s"
-    );
     let lines = std::fs::read_to_string(out.join("requests.jsonl"))
         .unwrap()
         .lines()
         .count() as u64;
     assert_eq!(lines, u(&s, "counts.scheduled"));
+    // Against the rate of the seeded schedule itself (Poisson: its own draw, a few % off
+    // 1,000/s), which the client offers unless it fell behind.
+    let (achieved, asked) = (
+        f(&s, "achieved.request_rate"),
+        f(&s, "achieved.schedule_rate"),
+    );
+    assert!(
+        (asked / 1000.0 - 1.0).abs() < 0.10,
+        "the schedule's rate {asked}/s"
+    );
+    match (achieved / asked - 1.0).abs() < 0.02 {
+        true => Ok(()),
+        false => Err(format!("achieved {achieved}/s, the schedule's {asked}/s")),
+    }
 }
 
 /// `sim --stats-interval`: after `listening on`, one JSON line of counters per interval, on

@@ -2,7 +2,8 @@
 //! from measuring each other, fresh temporary folders, a plan for the in-process simulator
 //! pinned away from the client, the built binary run with its output captured, readers for
 //! the JSON a run leaves (`summary.json`, `sweep.json`, `requests.jsonl`), the temporary files
-//! a killed process leaves, and the one way a test skips when the kernel refuses io_uring.
+//! a killed process leaves, the one way a test skips when the kernel refuses io_uring, and
+//! the one way a timing bound is retried on a loaded machine (`within_attempts`).
 //!
 //! Every module of the binary runs in one process, two test threads at a time: a test that
 //! starts a run, a simulator under load, the built binary, or anything timed takes `lock()`
@@ -184,6 +185,31 @@ pub fn uring_or_skip(test: &str) -> bool {
         "SKIPPED: {test}: io_uring refused by this kernel"
     );
     false
+}
+
+/// A bound on time that a loaded machine can break for a moment (another process held a CPU,
+/// a wake-up came late), tried up to `attempts` times: `attempt(k)` returns `Ok` when its
+/// bound held, else `Err` with its figures. The first `Ok` is returned; when none held, the
+/// test fails naming `what` and every attempt's figures, so a real regression still fails
+/// and shows by how much. Assertions that do not depend on timing stay plain `assert!`s
+/// inside `attempt`: they fail at the first attempt.
+#[track_caller]
+pub fn within_attempts<T>(
+    attempts: usize,
+    what: &str,
+    mut attempt: impl FnMut(usize) -> Result<T, String>,
+) -> T {
+    let mut tried = Vec::with_capacity(attempts);
+    for k in 0..attempts {
+        match attempt(k) {
+            Ok(done) => return done,
+            Err(figures) => tried.push(format!("attempt {}: {figures}", k + 1)),
+        }
+    }
+    panic!(
+        "{what}: no attempt of {attempts} held: {}",
+        tried.join("; ")
+    )
 }
 
 /// The child's exit code (-1 when a signal ended it); kills it and fails past `limit`.
