@@ -10,7 +10,7 @@ use super::parse::{
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
 use clap::{Args, ValueEnum};
-use ringbench::plan::{
+use ringbench::plan::{RecordsFormat, 
     Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop, DEFAULT_PERCENTILES,
 };
 use std::path::PathBuf;
@@ -280,6 +280,12 @@ pub struct RunArgs {
     /// that this one does not write (an export not asked this time) stay.
     #[arg(long, help_heading = h::OUTPUT)]
     pub overwrite: bool,
+    /// Per-request log in --out: jsonl (requests.jsonl) or parquet (requests.parquet)
+    ///
+    /// parquet: typed columns in row groups (stamps int64 ns, events a list of structs), for
+    /// pandas, polars, DuckDB; `report` and `merge` read either.
+    #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = RecordsFormat::parse, help_heading = h::OUTPUT)]
+    pub records: RecordsFormat,
     /// Exports --out writes: vllm, aiperf, csv, all or none [default: all]
     #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
     pub export: Option<Vec<String>>,
@@ -701,6 +707,7 @@ impl RunArgs {
             grace_ns: self.grace,
             allow_concurrent: self.allow_concurrent,
             exports: exports_of(self.export.as_deref())?,
+            records: self.records,
             cacert: self.cacert.clone(),
             insecure: self.insecure,
             workload: super::workload_args::workload_of(self)?,
