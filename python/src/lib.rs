@@ -18,13 +18,13 @@ use app::cli;
 use arrow_array::builder::{ArrayBuilder, Float64Builder};
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, Schema};
+use crossbeam_channel::{bounded, RecvTimeoutError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ringbench::record::arrow::{Columns, BATCH_ROWS};
 use ringbench::{LiveCounts, Observer, Record};
 use std::sync::atomic::{AtomicBool, Ordering};
-use crossbeam_channel::{bounded, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,7 +63,12 @@ struct PyWatch {
 
 impl PyWatch {
     fn batch(&mut self, records: RecordBatch) {
-        let mut fields: Vec<Field> = records.schema().fields().iter().map(|f| (**f).clone()).collect();
+        let mut fields: Vec<Field> = records
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| (**f).clone())
+            .collect();
         let mut cols: Vec<ArrayRef> = records.columns().to_vec();
         for ((name, _), b) in DURATIONS.iter().zip(&mut self.durations) {
             fields.push(Field::new(*name, DataType::Float64, true));
@@ -125,8 +130,14 @@ impl RunOutput {
     /// The records as a list of `pyarrow.RecordBatch`, handed over through the Arrow C data
     /// interface (pyarrow takes the buffers; nothing is copied).
     fn record_batches(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        let import = py.import("pyarrow")?.getattr("RecordBatch")?.getattr("_import_from_c")?;
-        let batches = self.batches.lock().map_err(|_| PyRuntimeError::new_err("poisoned"))?;
+        let import = py
+            .import("pyarrow")?
+            .getattr("RecordBatch")?
+            .getattr("_import_from_c")?;
+        let batches = self
+            .batches
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("poisoned"))?;
         batches
             .iter()
             .map(|b| {
@@ -222,7 +233,9 @@ fn run(py: Python<'_>, argv: Vec<String>, progress: Option<Py<PyAny>>) -> PyResu
         match py.detach(|| rx.recv_timeout(Duration::from_millis(POLL_MS))) {
             Ok(done) => break done,
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err("the run's thread ended without a result"))
+                return Err(PyRuntimeError::new_err(
+                    "the run's thread ended without a result",
+                ))
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
@@ -242,7 +255,9 @@ fn run(py: Python<'_>, argv: Vec<String>, progress: Option<Py<PyAny>>) -> PyResu
         }
         e => PyRuntimeError::new_err(e.to_string()),
     })?;
-    if let Some(e) = interrupted.filter(|e| !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
+    if let Some(e) =
+        interrupted.filter(|e| !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py))
+    {
         return Err(e);
     }
     let summary_json =
@@ -280,11 +295,15 @@ fn sim_start(py: Python<'_>, argv: Vec<String>) -> PyResult<Sim> {
         }) => args,
         Ok(_) => return Err(UsageError::new_err("not a `sim` command line")),
         Err(cli::ParseError::Clap(e, _)) => {
-            return Err(UsageError::new_err(e.render().to_string().trim_end().to_string()))
+            return Err(UsageError::new_err(
+                e.render().to_string().trim_end().to_string(),
+            ))
         }
         Err(cli::ParseError::Usage(e)) => return Err(UsageError::new_err(e.to_string())),
     };
-    let cfg = args.config().map_err(|e| UsageError::new_err(e.to_string()))?;
+    let cfg = args
+        .config()
+        .map_err(|e| UsageError::new_err(e.to_string()))?;
     ringbench::host::raise_fd_limit();
     let handle = py
         .detach(|| ringbench::sim::start(cfg))

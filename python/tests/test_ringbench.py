@@ -11,6 +11,7 @@ import threading
 import time
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -44,7 +45,7 @@ def test_records_are_a_pyarrow_table_one_row_per_scheduled_request():
     assert t.schema.field("ttft_ms").type == pa.float64()
     assert pa.types.is_list(t.schema.field("events").type)
     assert sorted(t.column("id").to_pylist()) == list(range(150))
-    ok = t.filter(pa.compute.equal(t.column("outcome"), "ok"))
+    ok = t.filter(pc.equal(t.column("outcome"), "ok"))
     assert ok.num_rows == 150
     # The per-request durations are the stamps' differences, in ms.
     row = ok.slice(0, 1).to_pylist()[0]
@@ -124,7 +125,9 @@ def test_records_parquet_is_read_back_by_pyarrow_and_by_report(tmp_path):
     # `ringbench report DIR` recomputes the same summary from the Parquet log.
     again = tmp_path / "again"
     code = ringbench.main(["report", str(out), "--out", str(again)])
-    assert code == 0
+    # 4: the run was marked invalid for the host's load (the 2 shared CPUs of CI); the
+    # recomputed summary must still be the run's.
+    assert code in (0, 4)
     a = json.loads((out / "summary.json").read_text())
     b = json.loads((again / "summary.json").read_text())
     assert a["latency_ms"] == b["latency_ms"] and a["counts"] == b["counts"]
@@ -134,7 +137,7 @@ def test_the_ringbench_command_of_the_wheel_runs():
     exe = os.path.join(os.path.dirname(sys.executable), "ringbench")
     assert os.path.exists(exe), exe
     r = subprocess.run(
-        [exe, "run", "--request-count", "20", "--quiet", "--sim-ttft-ms", "2"],
+        [exe, "run", "--request-count", "20", "--quiet", "--sim-ttft-ms", "2", "--allow-invalid"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -10,8 +10,9 @@ use super::parse::{
 use super::sim_args::RunSimFlags;
 use super::{usage, UsageError};
 use clap::{Args, ValueEnum};
-use ringbench::plan::{RecordsFormat, 
-    Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop, DEFAULT_PERCENTILES,
+use ringbench::plan::{
+    Arrival, Endpoint, IoDriver, Load, Plan, RecordsFormat, ServerMetricsSpec, Stop,
+    DEFAULT_PERCENTILES,
 };
 use std::path::PathBuf;
 

@@ -42,10 +42,9 @@ impl RequestLog {
     pub fn create_as(dir: &Path, format: RecordsFormat) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let sink = match format {
-            RecordsFormat::Jsonl => Sink::Jsonl(PendingFile::create(
-                &dir.join(FILE_NAME),
-                BUFFER_BYTES,
-            )?),
+            RecordsFormat::Jsonl => {
+                Sink::Jsonl(PendingFile::create(&dir.join(FILE_NAME), BUFFER_BYTES)?)
+            }
             RecordsFormat::Parquet => Sink::Parquet(Box::new(ParquetLog::create(dir)?)),
         };
         Ok(RequestLog {

@@ -119,7 +119,10 @@ impl RecordReader {
             self.lines = p.read;
             return Ok(next.map(|r| *rec = r).is_some());
         }
-        let reader = self.reader.as_mut().expect("a JSONL reader without Parquet");
+        let reader = self
+            .reader
+            .as_mut()
+            .expect("a JSONL reader without Parquet");
         loop {
             self.text.clear();
             let n = reader

@@ -841,10 +841,16 @@ impl RecordsFormat {
 
     /// The inverse of `name`; an unknown name is refused with the names there are.
     pub fn parse(s: &str) -> Result<RecordsFormat, String> {
-        Self::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Self::ALL.iter().map(|f| f.name()).collect();
-            format!("`{s}` is not a records format; one of: {}", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "`{s}` is not a records format; one of: {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 

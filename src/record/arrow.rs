@@ -78,11 +78,19 @@ macro_rules! kind {
 fn prim<T: arrow_array::ArrowPrimitiveType>(
     a: &dyn Array,
 ) -> Result<&arrow_array::PrimitiveArray<T>, String> {
-    a.as_primitive_opt::<T>()
-        .ok_or_else(|| format!("a column of type {} where {} was expected", a.data_type(), T::DATA_TYPE))
+    a.as_primitive_opt::<T>().ok_or_else(|| {
+        format!(
+            "a column of type {} where {} was expected",
+            a.data_type(),
+            T::DATA_TYPE
+        )
+    })
 }
 
-fn opt<T: arrow_array::ArrowPrimitiveType>(a: &dyn Array, i: usize) -> Result<Option<T::Native>, String> {
+fn opt<T: arrow_array::ArrowPrimitiveType>(
+    a: &dyn Array,
+    i: usize,
+) -> Result<Option<T::Native>, String> {
     let p = prim::<T>(a)?;
     Ok(p.is_valid(i).then(|| p.value(i)))
 }
@@ -93,20 +101,63 @@ fn u64_of(v: i64) -> Result<u64, String> {
     Ok(v as u64)
 }
 
-kind!(I64, u64, Int64Builder, false, DataType::Int64,
-    |b, v| b.append_value(*v as i64), |a, i| u64_of(prim::<Int64Type>(a)?.value(i)));
-kind!(OptI64, Option<u64>, Int64Builder, true, DataType::Int64,
+kind!(
+    I64,
+    u64,
+    Int64Builder,
+    false,
+    DataType::Int64,
+    |b, v| b.append_value(*v as i64),
+    |a, i| u64_of(prim::<Int64Type>(a)?.value(i))
+);
+kind!(
+    OptI64,
+    Option<u64>,
+    Int64Builder,
+    true,
+    DataType::Int64,
     |b, v| b.append_option(v.map(|v| v as i64)),
-    |a, i| opt::<Int64Type>(a, i)?.map(u64_of).transpose());
-kind!(U32, u32, UInt32Builder, false, DataType::UInt32,
-    |b, v| b.append_value(*v), |a, i| Ok(prim::<UInt32Type>(a)?.value(i)));
-kind!(OptU32, Option<u32>, UInt32Builder, true, DataType::UInt32,
-    |b, v| b.append_option(*v), |a, i| opt::<UInt32Type>(a, i));
-kind!(U16, u16, UInt16Builder, false, DataType::UInt16,
-    |b, v| b.append_value(*v), |a, i| Ok(prim::<UInt16Type>(a)?.value(i)));
-kind!(Bool, bool, BooleanBuilder, false, DataType::Boolean,
+    |a, i| opt::<Int64Type>(a, i)?.map(u64_of).transpose()
+);
+kind!(
+    U32,
+    u32,
+    UInt32Builder,
+    false,
+    DataType::UInt32,
     |b, v| b.append_value(*v),
-    |a, i| a.as_boolean_opt().map(|x| x.value(i)).ok_or_else(|| "a bool was expected".to_string()));
+    |a, i| Ok(prim::<UInt32Type>(a)?.value(i))
+);
+kind!(
+    OptU32,
+    Option<u32>,
+    UInt32Builder,
+    true,
+    DataType::UInt32,
+    |b, v| b.append_option(*v),
+    |a, i| opt::<UInt32Type>(a, i)
+);
+kind!(
+    U16,
+    u16,
+    UInt16Builder,
+    false,
+    DataType::UInt16,
+    |b, v| b.append_value(*v),
+    |a, i| Ok(prim::<UInt16Type>(a)?.value(i))
+);
+kind!(
+    Bool,
+    bool,
+    BooleanBuilder,
+    false,
+    DataType::Boolean,
+    |b, v| b.append_value(*v),
+    |a, i| a
+        .as_boolean_opt()
+        .map(|x| x.value(i))
+        .ok_or_else(|| "a bool was expected".to_string())
+);
 
 /// An enum written as its `requests.jsonl` name (`None`: null).
 trait Named: Sized {
@@ -145,7 +196,9 @@ impl Named for WarmupBy {
 }
 
 fn string_at(a: &dyn Array, i: usize) -> Result<Option<&str>, String> {
-    let s = a.as_string_opt::<i32>().ok_or("a string column was expected")?;
+    let s = a
+        .as_string_opt::<i32>()
+        .ok_or("a string column was expected")?;
     Ok(s.is_valid(i).then(|| s.value(i)))
 }
 
@@ -310,7 +363,8 @@ impl Columns {
     /// Empty builders.
     pub fn new() -> Self {
         let item = Field::new("item", DataType::Struct(event_fields()), true);
-        let events = ListBuilder::new(StructBuilder::from_fields(event_fields(), 0)).with_field(item);
+        let events =
+            ListBuilder::new(StructBuilder::from_fields(event_fields(), 0)).with_field(item);
         Columns {
             schema: schema(),
             rows: 0,
@@ -346,9 +400,12 @@ impl Columns {
         let t = r.turn.as_ref();
         self.turn_session.append_option(t.map(|t| t.session as i64));
         self.turn_index.append_option(t.map(|t| t.index));
-        self.turn_session_start_ns.append_option(t.map(|t| t.session_start_ns as i64));
-        self.turn_think_ns.append_option(t.map(|t| t.think_ns as i64));
-        self.turn_end.append_option(t.and_then(|t| t.end).map(SessionEnd::name));
+        self.turn_session_start_ns
+            .append_option(t.map(|t| t.session_start_ns as i64));
+        self.turn_think_ns
+            .append_option(t.map(|t| t.think_ns as i64));
+        self.turn_end
+            .append_option(t.and_then(|t| t.end).map(SessionEnd::name));
         let f = (!r.failure.is_empty()).then_some(&r.failure);
         self.failure_content_type.append_option(
             f.filter(|f| !f.content_type.is_empty())
@@ -363,13 +420,21 @@ impl Columns {
     fn push_events(&mut self, events: &[EventStamp]) {
         let s = self.events.values();
         for e in events {
-            s.field_builder::<Int64Builder>(0).expect("at_ns").append_value(e.at_ns as i64);
-            s.field_builder::<UInt32Builder>(1).expect("tokens").append_value(e.tokens);
+            s.field_builder::<Int64Builder>(0)
+                .expect("at_ns")
+                .append_value(e.at_ns as i64);
+            s.field_builder::<UInt32Builder>(1)
+                .expect("tokens")
+                .append_value(e.tokens);
             s.field_builder::<Int64Builder>(2)
                 .expect("server_ns")
                 .append_option(e.server_ns.map(|v| v as i64));
-            s.field_builder::<UInt8Builder>(3).expect("flags").append_value(e.flags());
-            s.field_builder::<UInt32Builder>(4).expect("text_tokens").append_value(e.text_tokens);
+            s.field_builder::<UInt8Builder>(3)
+                .expect("flags")
+                .append_value(e.flags());
+            s.field_builder::<UInt32Builder>(4)
+                .expect("text_tokens")
+                .append_value(e.text_tokens);
             s.field_builder::<Int64Builder>(5)
                 .expect("user_ns")
                 .append_option(e.user_ns.map(|v| v as i64));
@@ -426,7 +491,13 @@ struct Others<'a> {
 
 impl<'a> Others<'a> {
     fn of(b: &'a RecordBatch) -> Result<Self, String> {
-        let turn = ["turn_session", "turn_index", "turn_session_start_ns", "turn_think_ns", "turn_end"];
+        let turn = [
+            "turn_session",
+            "turn_index",
+            "turn_session_start_ns",
+            "turn_think_ns",
+            "turn_end",
+        ];
         let mut t = [column(b, turn[0])?; 5];
         for (slot, name) in t.iter_mut().zip(turn) {
             *slot = column(b, name)?;
@@ -489,7 +560,9 @@ struct Events<'a> {
 
 impl<'a> Events<'a> {
     fn of(a: &'a dyn Array) -> Result<Self, String> {
-        let list = a.as_list_opt::<i32>().ok_or("events: a list column was expected")?;
+        let list = a
+            .as_list_opt::<i32>()
+            .ok_or("events: a list column was expected")?;
         let s = list
             .values()
             .as_struct_opt()
@@ -554,7 +627,12 @@ mod tests {
     fn a_batch_is_handed_on_every_batch_rows_records() {
         let mut c = Columns::new();
         let full: Vec<_> = (0..2 * BATCH_ROWS as u64 + 3)
-            .filter_map(|id| c.push(&Record { id, ..Record::default() }))
+            .filter_map(|id| {
+                c.push(&Record {
+                    id,
+                    ..Record::default()
+                })
+            })
             .collect();
         assert_eq!(full.len(), 2);
         assert_eq!(full[1].num_rows(), BATCH_ROWS);
