@@ -548,7 +548,12 @@ pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
 }
 
 /// The files that mark a folder as holding a run's results (`check_out`).
-const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
+const RUN_FILES: [&str; 4] = [
+    "summary.json",
+    "requests.jsonl",
+    "requests.parquet",
+    "run.json",
+];
 
 /// `max_tokens` when neither a flag nor a dataset sets it (OpenAI's own default).
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 16;

@@ -41,6 +41,16 @@ impl RequestLog {
     /// Creates `dir` if needed and the log in `format` under its temporary name there.
     pub fn create_as(dir: &Path, format: RecordsFormat) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
+        // A run let over another (`--overwrite`) leaves no log of the other format behind,
+        // which `report` would read in place of this one's.
+        let other = match format {
+            RecordsFormat::Jsonl => super::parquet::FILE_NAME,
+            RecordsFormat::Parquet => FILE_NAME,
+        };
+        match std::fs::remove_file(dir.join(other)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let sink = match format {
             RecordsFormat::Jsonl => {
                 Sink::Jsonl(PendingFile::create(&dir.join(FILE_NAME), BUFFER_BYTES)?)
