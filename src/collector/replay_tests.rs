@@ -403,7 +403,7 @@ fn a_long_run_widens_its_intervals_instead_of_growing() {
 /// The same run's records as `requests.jsonl` and as `requests.parquet` recompute to the
 /// same summary, byte for byte, and it is the run's own: a real run against the in-process
 /// simulator writes JSONL; its records are written again as Parquet (the run's writer, a
-/// second folder with the same `run.json`); `report` reads each.
+/// second folder with the run's other files); `report` reads each.
 #[test]
 fn parquet_and_jsonl_of_one_run_recompute_to_the_identical_summary() {
     let _serial = crate::run::testkit::lock();
@@ -417,7 +417,13 @@ fn parquet_and_jsonl_of_one_run_recompute_to_the_identical_summary() {
     plan.validate().unwrap();
     let live = crate::run::run(&plan).unwrap();
     let pq = crate::run::testkit::made_dir("same-run-parquet");
-    std::fs::copy(jsonl.join("run.json"), pq.join("run.json")).unwrap();
+    // Every file of the run but its JSONL log (run.json, server_metrics.jsonl, ...).
+    for f in std::fs::read_dir(&jsonl).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() && f.file_name().unwrap() != "requests.jsonl" {
+            std::fs::copy(&f, pq.join(f.file_name().unwrap())).unwrap();
+        }
+    }
     let mut log = super::parquet::ParquetLog::create(&pq).unwrap();
     let n = super::replay::read_records(&jsonl, |r| log.append(r).unwrap()).unwrap();
     log.close().unwrap();
