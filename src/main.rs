@@ -4,7 +4,7 @@
 //! 1 error, 2 bad usage, 3 a gate failed, 4 the client's own overhead made the run invalid,
 //! 5 no measured request succeeded, 130 stopped by a signal). `anyhow` lives only here.
 
-mod cli;
+pub(crate) mod cli;
 
 use cli::study_args::{CompareArgs, SearchArgs, SweepArgs};
 use cli::term::{self, signals, Stdout};
@@ -17,7 +17,13 @@ use std::process::ExitCode;
 type Done = anyhow::Result<Exit>;
 
 fn main() -> ExitCode {
-    let cli = match cli::parse(std::env::args_os()) {
+    ExitCode::from(main_with(std::env::args_os()))
+}
+
+/// The whole command line, `argv[0]` first; the exit status. The Python package's
+/// `ringbench` command calls this too (`python/`).
+pub(crate) fn main_with(argv: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let cli = match cli::parse(argv) {
         Ok(cli) => cli,
         Err(e) => return term::parse_failed(e),
     };
@@ -36,12 +42,12 @@ fn main() -> ExitCode {
         term::error(term::said(&e));
         [Exit::Error, Exit::Usage][usize::from(e.is::<Usage>())]
     });
-    ExitCode::from(exit.code())
+    exit.code()
 }
 
 /// A usage error: said on stderr like any error, but exit 2.
 #[derive(Debug)]
-struct Usage(String);
+pub(crate) struct Usage(pub(crate) String);
 
 impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,10 +61,17 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     Usage(e.to_string()).into()
 }
 
-fn run(args: &RunArgs) -> Done {
+/// `run`'s plan from its flags, checked as `run` checks it before any request is sent (a
+/// `Usage` error for a bad flag). The Python package's `run()` calls this too.
+pub(crate) fn checked_plan(args: &RunArgs) -> anyhow::Result<(ringbench::Plan, bool)> {
     let (plan, demo) = args.run_plan().map_err(usage)?;
     args.check_out(plan.out_dir.as_deref()).map_err(usage)?;
     cli::run_args::check_reachable(&plan).map_err(anyhow::Error::msg)?;
+    Ok((plan, demo))
+}
+
+fn run(args: &RunArgs) -> Done {
+    let (plan, demo) = checked_plan(args)?;
     term::warn(args.vllm.ignored_warning());
     cli::compat::url_note(args).into_iter().for_each(term::note);
     if let Some((path, recorded)) = &args.rerun_of {

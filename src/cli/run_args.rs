@@ -14,7 +14,9 @@ use clap::{Args, ValueEnum};
 use ringbench::plan::workload::{
     DatasetKind, DatasetSpec, HfSpec, LengthDist, PrefixSpec, RequestOptions, WorkloadSpec,
 };
-use ringbench::plan::{Arrival, Endpoint, IoDriver, Load, Plan, ServerMetricsSpec, Stop};
+use ringbench::plan::{
+    Arrival, Endpoint, IoDriver, Load, Plan, RecordsFormat, ServerMetricsSpec, Stop,
+};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -266,6 +268,13 @@ pub struct RunArgs {
     /// that this one does not write (an export not asked this time) stay.
     #[arg(long, help_heading = h::OUTPUT)]
     pub overwrite: bool,
+    /// Per-request log in --out: jsonl or parquet
+    ///
+    /// jsonl: requests.jsonl; parquet: requests.parquet, typed columns in row groups (stamps
+    /// int64 ns, events a list of structs) for pandas, polars, DuckDB; `report` and `merge`
+    /// read either.
+    #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = RecordsFormat::parse, help_heading = h::OUTPUT)]
+    pub records: RecordsFormat,
     /// Exports --out writes: vllm, aiperf, csv, all or none [default: all]
     #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
     pub export: Option<Vec<String>>,
@@ -527,7 +536,12 @@ pub fn check_reachable(plan: &ringbench::plan::Plan) -> Result<(), String> {
 }
 
 /// The files that mark a folder as holding a run's results (`check_out`).
-const RUN_FILES: [&str; 3] = ["summary.json", "requests.jsonl", "run.json"];
+const RUN_FILES: [&str; 4] = [
+    "summary.json",
+    "requests.jsonl",
+    "requests.parquet",
+    "run.json",
+];
 
 impl RunArgs {
     /// These flags with `--users` as `--concurrency` and `--session-rate` as `--request-rate`;
@@ -680,6 +694,7 @@ impl RunArgs {
             grace_ns: self.grace,
             allow_concurrent: self.allow_concurrent,
             exports: exports_of(self.export.as_deref())?,
+            records: self.records,
             cacert: self.cacert.clone(),
             insecure: self.insecure,
             workload: workload_of(self)?,

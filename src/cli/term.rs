@@ -61,18 +61,18 @@ pub fn written(plan: &Plan) -> io::Result<()> {
 }
 
 /// Says why the command line could not be read; the exit status clap or usage gives.
-pub fn parse_failed(e: super::ParseError) -> std::process::ExitCode {
+pub fn parse_failed(e: super::ParseError) -> u8 {
     match e {
         super::ParseError::Clap(e, said) => {
             let _ = e.print();
             if let (Some(n), true) = (said, e.use_stderr()) {
                 note(n);
             }
-            std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+            u8::try_from(e.exit_code()).unwrap_or(2)
         }
         super::ParseError::Usage(e) => {
             error(e);
-            std::process::ExitCode::from(ringbench::Exit::Usage.code())
+            ringbench::Exit::Usage.code()
         }
     }
 }

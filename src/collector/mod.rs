@@ -27,6 +27,7 @@ mod isl;
 pub mod log;
 pub mod merge;
 pub mod osl;
+pub mod parquet;
 mod queue;
 pub mod replay;
 #[cfg(test)]
@@ -266,7 +267,9 @@ impl Collector {
     /// Opens `out_dir/requests.jsonl` when a directory is given.
     pub fn new(plan: &Plan, out_dir: Option<&Path>) -> io::Result<Self> {
         let mut c = Self::from_settings(Settings::from_plan(plan).map_err(io::Error::other)?);
-        c.log = out_dir.map(RequestLog::create).transpose()?;
+        c.log = out_dir
+            .map(|d| RequestLog::create_as(d, plan.records))
+            .transpose()?;
         c.hlog = out_dir
             .map(|d| hlog::IntervalLogs::create(d, c.settings.stream))
             .transpose()?;

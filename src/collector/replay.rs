@@ -68,27 +68,41 @@ pub fn read_records(dir: &Path, mut each: impl FnMut(&Record)) -> Result<u64, Re
     Ok(reader.lines)
 }
 
-/// `dir/requests.jsonl` read one record at a time, on demand (`merge` holds one open per
-/// shard and takes from whichever is due).
+/// `dir/requests.jsonl` (or, without it, `dir/requests.parquet`) read one record at a time,
+/// on demand (`merge` holds one open per shard and takes from whichever is due).
 pub struct RecordReader {
     path: PathBuf,
-    reader: BufReader<File>,
+    reader: Option<BufReader<File>>,
+    parquet: Option<super::parquet::ParquetReader>,
     text: String,
-    /// Lines read so far (blank ones too).
+    /// Lines (Parquet: records) read so far (blank lines too).
     pub lines: u64,
 }
 
 impl RecordReader {
-    /// Opens `dir/requests.jsonl` with a read buffer of `buffer` bytes.
+    /// Opens `dir/requests.jsonl` with a read buffer of `buffer` bytes; a folder with
+    /// `requests.parquet` and no `requests.jsonl` is read from its Parquet log.
     pub fn open(dir: &Path, buffer: usize) -> Result<Self, ReplayError> {
         let path = dir.join(crate::record::jsonl::FILE_NAME);
-        let file = File::open(&path).map_err(|source| ReplayError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let pq = dir.join(super::parquet::FILE_NAME);
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ReplayError::Io { path, source }
+        };
+        if !path.exists() && pq.exists() {
+            return Ok(RecordReader {
+                parquet: Some(super::parquet::ParquetReader::open(&pq).map_err(io(&pq))?),
+                path: pq,
+                reader: None,
+                text: String::new(),
+                lines: 0,
+            });
+        }
+        let file = File::open(&path).map_err(io(&path))?;
         Ok(RecordReader {
             path,
-            reader: BufReader::with_capacity(buffer, file),
+            reader: Some(BufReader::with_capacity(buffer, file)),
+            parquet: None,
             text: String::new(),
             lines: 0,
         })
@@ -96,10 +110,22 @@ impl RecordReader {
 
     /// The next record into `rec` (reusing its buffers); false at the end of the file.
     pub fn next_into(&mut self, rec: &mut Record) -> Result<bool, ReplayError> {
+        if let Some(p) = &mut self.parquet {
+            let next = p.next_record().map_err(|reason| ReplayError::Line {
+                path: self.path.clone(),
+                line: p.read + 1,
+                reason,
+            })?;
+            self.lines = p.read;
+            return Ok(next.map(|r| *rec = r).is_some());
+        }
+        let reader = self
+            .reader
+            .as_mut()
+            .expect("a JSONL reader without Parquet");
         loop {
             self.text.clear();
-            let n = self
-                .reader
+            let n = reader
                 .read_line(&mut self.text)
                 .map_err(|source| ReplayError::Io {
                     path: self.path.clone(),

@@ -399,3 +399,86 @@ fn a_long_run_widens_its_intervals_instead_of_growing() {
     assert_eq!(ts.points.len(), 150);
     assert!(ts.points.iter().all(|p| p.requests_per_s == 1.0));
 }
+
+/// The same run's records as `requests.jsonl` and as `requests.parquet` recompute to the
+/// same summary, byte for byte, and it is the run's own: a real run against the in-process
+/// simulator writes JSONL; its records are written again as Parquet (the run's writer, a
+/// second folder with the run's other files); `report` reads each.
+#[test]
+fn parquet_and_jsonl_of_one_run_recompute_to_the_identical_summary() {
+    let _serial = crate::run::testkit::lock();
+    let jsonl = out_dir("same-run-jsonl");
+    let mut plan = crate::run::testkit::sim_plan();
+    plan.out_dir = Some(jsonl.clone());
+    plan.stop.request_count = Some(300);
+    if let Some(sim) = plan.sim.as_mut() {
+        sim.itl_ms = 0.2;
+    }
+    plan.validate().unwrap();
+    let live = crate::run::run(&plan).unwrap();
+    let pq = crate::run::testkit::made_dir("same-run-parquet");
+    // Every file of the run but its JSONL log (run.json, server_metrics.jsonl, ...).
+    for f in std::fs::read_dir(&jsonl).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() && f.file_name().unwrap() != "requests.jsonl" {
+            std::fs::copy(&f, pq.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let mut log = super::parquet::ParquetLog::create(&pq).unwrap();
+    let n = super::replay::read_records(&jsonl, |r| log.append(r).unwrap()).unwrap();
+    log.close().unwrap();
+    assert_eq!(n, 300);
+    assert!(!pq.join("requests.jsonl").exists());
+    let o = super::replay::Overrides::default();
+    let from_jsonl = super::replay::recompute(&jsonl, &o).unwrap();
+    let from_parquet = super::replay::recompute(&pq, &o).unwrap();
+    let text = |s: &Summary| serde_json::to_string(s).unwrap();
+    assert_eq!(from_parquet.counts.scheduled, 300);
+    assert_eq!(text(&from_jsonl), text(&from_parquet));
+    assert_eq!(from_parquet.latency_ms.ttft, live.latency_ms.ttft);
+    assert_eq!(from_parquet.counts, live.counts);
+}
+
+/// `--records parquet`: the collector writes `requests.parquet` (no `requests.jsonl`) in row
+/// groups, and `report` recomputes the run's own summary from it.
+#[test]
+fn a_parquet_log_is_written_by_the_collector_and_read_by_report() {
+    let dir = out_dir("parquet-collector");
+    let mut plan = Plan::defaults();
+    plan.records = crate::plan::RecordsFormat::Parquet;
+    let mut c = super::Collector::new(&plan, Some(&dir)).unwrap();
+    let rows = super::parquet::ROW_GROUP_ROWS as u64 + 10;
+    for id in 0..rows {
+        c.add(&Record {
+            id,
+            intended_ns: id * MS,
+            sent_ns: Some(id * MS),
+            head_ns: Some(id * MS + 100),
+            first_token_ns: Some(id * MS + 200 + id % 7),
+            last_token_ns: Some(id * MS + 300),
+            done_ns: Some(id * MS + 400),
+            output_tokens: 2,
+            events: vec![ev(id, 1, true, false), ev(id, 1, true, false)],
+            ..Default::default()
+        });
+    }
+    let facts = super::RunFacts {
+        started_at: "2026-11-29T15:04:05Z".into(),
+        io_driver: "epoll".into(),
+        scheduled: rows,
+        ..Default::default()
+    };
+    let live = c.finish(facts).unwrap();
+    assert!(!dir.join("requests.jsonl").exists());
+    let file = std::fs::File::open(dir.join("requests.parquet")).unwrap();
+    let meta = parquet::file::reader::FileReader::metadata(
+        &parquet::file::serialized_reader::SerializedFileReader::new(file).unwrap(),
+    )
+    .clone();
+    assert_eq!(meta.num_row_groups(), 2, "row groups of ROW_GROUP_ROWS");
+    let back = super::replay::recompute(&dir, &Default::default()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        serde_json::to_string(&live).unwrap()
+    );
+}

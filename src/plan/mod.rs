@@ -473,6 +473,10 @@ pub struct Plan {
     pub allow_concurrent: bool,
     /// Exports written beside `summary.json` when `out_dir` is set (`--export`).
     pub exports: Vec<ExportKind>,
+    /// The per-request log's format in `out_dir` (`--records`): `requests.jsonl` or
+    /// `requests.parquet`.
+    #[serde(default)]
+    pub records: RecordsFormat,
     /// `https://`: trust only this CA (PEM) instead of the system roots.
     pub cacert: Option<PathBuf>,
     /// `https://`: do not verify the server's certificate (a warning in the report).
@@ -753,6 +757,7 @@ impl Plan {
             grace_ns: 5_000_000_000,
             allow_concurrent: false,
             exports: ExportKind::ALL.to_vec(),
+            records: RecordsFormat::Jsonl,
             cacert: None,
             insecure: false,
             workload: workload::WorkloadSpec::default(),
@@ -808,6 +813,44 @@ impl Plan {
             } => max_concurrency,
             Load::Trace(ref t) => t.max_concurrency,
         }
+    }
+}
+
+/// The per-request log's format (`--records`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordsFormat {
+    /// `requests.jsonl`: one JSON line per record (`record::jsonl`).
+    #[default]
+    Jsonl,
+    /// `requests.parquet`: typed columns in row groups (`record::arrow`).
+    Parquet,
+}
+
+impl RecordsFormat {
+    /// Every format.
+    pub const ALL: [RecordsFormat; 2] = [RecordsFormat::Jsonl, RecordsFormat::Parquet];
+
+    /// Its `--records` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordsFormat::Jsonl => "jsonl",
+            RecordsFormat::Parquet => "parquet",
+        }
+    }
+
+    /// The inverse of `name`; an unknown name is refused with the names there are.
+    pub fn parse(s: &str) -> Result<RecordsFormat, String> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "`{s}` is not a records format; one of: {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 

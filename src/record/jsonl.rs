@@ -317,7 +317,7 @@ fn key_str(buf: &mut Vec<u8>, k: &str, v: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::{InputSource, OslSource, Outcome};
     use proptest::prelude::*;
@@ -403,7 +403,7 @@ mod tests {
             )
     }
 
-    fn arb_record() -> impl Strategy<Value = Record> {
+    pub(crate) fn arb_record() -> impl Strategy<Value = Record> {
         let stamps = proptest::collection::vec(proptest::option::of(any::<u64>()), 9);
         let usage = proptest::collection::vec(proptest::option::of(any::<u32>()), 3);
         let counts = (

@@ -4,6 +4,7 @@
 //! the hot path. Stamps are integer nanoseconds on the run clock (`clock::RunClock`); `None`
 //! means "did not happen". Failures are data: every record ends in exactly one `Outcome`.
 
+pub mod arrow;
 pub mod failure;
 pub mod handoff;
 pub mod jsonl;

@@ -1,0 +1,33 @@
+"""Typing stubs of the ringbench package (see ringbench/__init__.py for the docstrings)."""
+
+import os
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Union
+
+import pyarrow
+
+__version__: str
+
+class UsageError(ValueError):
+    """A flag or value the ``ringbench`` command would refuse (exit 2), with its message."""
+
+class Summary(Mapping[str, Any]):
+    """A run's summary: the keys of ``summary.json``, by item or attribute."""
+
+    def __getitem__(self, key: str) -> Any: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def __getattr__(self, name: str) -> Any: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def records(self) -> pyarrow.Table: ...
+
+FlagValue = Union[str, int, float, bool, None, os.PathLike, List[Any]]
+
+def argv_of(command: str, flags: Mapping[str, Any]) -> List[str]: ...
+def run(
+    url: Optional[str] = ...,
+    *,
+    on_progress: Optional[Callable[[Dict[str, Any]], None]] = ...,
+    **flags: FlagValue,
+) -> Summary: ...
+def sim(**flags: FlagValue) -> ContextManager[str]: ...
+def main(argv: Optional[List[str]] = ...) -> int: ...

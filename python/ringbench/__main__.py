@@ -1,0 +1,5 @@
+"""``python -m ringbench ...`` is the ``ringbench`` command."""
+
+from ._cli import main
+
+main()
