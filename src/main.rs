@@ -1,8 +1,7 @@
 //! The `ringbench` binary: a thin edge over the library. `cli` turns flags into what the
-//! library runs; each command here calls the library, hands its results to `output` to be
-//! laid out on stdout, and maps them to an exit status (`ringbench::Exit`: 0 ran and valid,
-//! 1 error, 2 bad usage, 3 a gate failed, 4 the client's own overhead made the run invalid,
-//! 5 no measured request succeeded, 130 stopped by a signal). `anyhow` lives only here.
+//! library runs; each command here calls it, hands its results to `output` for stdout, and
+//! maps them to an exit status (`ringbench::Exit`: 0 valid, 1 error, 2 bad usage, 3 a gate
+//! failed, 4 the client's overhead made it invalid, 5 nothing succeeded, 130 a signal).
 
 pub(crate) mod cli;
 
@@ -20,8 +19,7 @@ fn main() -> ExitCode {
     ExitCode::from(main_with(std::env::args_os()))
 }
 
-/// The whole command line, `argv[0]` first; the exit status. The Python package's
-/// `ringbench` command calls this too (`python/`).
+/// The whole command line, `argv[0]` first; the exit status (`python/`'s command too).
 pub(crate) fn main_with(argv: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
     let cli = match cli::parse(argv) {
         Ok(cli) => cli,
@@ -38,31 +36,23 @@ pub(crate) fn main_with(argv: impl IntoIterator<Item = std::ffi::OsString>) -> u
         Command::Merge(args) => merge(&args),
         Command::K8s(args) => k8s(&args),
     };
-    let exit = result.unwrap_or_else(|e| {
+    (result.unwrap_or_else(|e| {
         term::error(term::said(&e));
         [Exit::Error, Exit::Usage][usize::from(e.is::<Usage>())]
-    });
-    exit.code()
+    }))
+    .code()
 }
 
 /// A usage error: said on stderr like any error, but exit 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct Usage(pub(crate) String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     Usage(e.to_string()).into()
 }
 
-/// `run`'s plan from its flags, checked as `run` checks it before any request is sent (a
-/// `Usage` error for a bad flag). The Python package's `run()` calls this too.
+/// `run`'s plan from its flags, checked before any request is sent (`python/` calls it too).
 pub(crate) fn checked_plan(args: &RunArgs) -> anyhow::Result<(ringbench::Plan, bool)> {
     let (plan, demo) = args.run_plan().map_err(usage)?;
     args.check_out(plan.out_dir.as_deref()).map_err(usage)?;
