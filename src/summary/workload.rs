@@ -108,9 +108,10 @@ pub struct WorkloadStats {
     /// Distinct images among them (a salted one is new every request): filled after the run.
     #[serde(default)]
     pub distinct_images_sent: Option<u64>,
-    /// `usage.prompt_tokens_details.cached_tokens` summed over measured successful requests,
-    /// divided by their input tokens: the share of prompt tokens the server said it served
-    /// from its prefix cache. `None` when the server reported none.
+    /// `usage.prompt_tokens_details.cached_tokens` summed over the measured successful
+    /// requests that reported it, divided by their prompt tokens (the server's
+    /// `usage.prompt_tokens` where given, else the client's count): the share of prompt
+    /// tokens the server said it served from its prefix cache. `None` when none reported.
     #[serde(default)]
     pub observed_cached_rate: Option<f64>,
     /// Measured successful requests whose response carried `cached_tokens`.

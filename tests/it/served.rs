@@ -37,7 +37,7 @@ fn conversations_end_before_a_prompt_the_servers_window_would_refuse() {
         p.out_dir = Some(dir.clone());
         let s = ringbench::run(&p).expect("the run completes");
         assert_eq!(
-            (s.counts.ok, s.counts.failed),
+            (s.counts.tally.ok, s.counts.tally.failed),
             (8, 0),
             "{flavor:?}: 2 turns of 4 sessions"
         );
@@ -84,7 +84,7 @@ fn without_a_window_nothing_is_capped_and_the_model_given_is_named() {
     p.model = Some("given".into());
     let s = ringbench::run(&p).expect("the run completes");
     assert_eq!(
-        (s.counts.ok, s.counts.failed),
+        (s.counts.tally.ok, s.counts.tally.failed),
         (16, 0),
         "4 turns of 4 sessions"
     );
@@ -118,7 +118,7 @@ fn a_prompt_longer_than_the_window_is_refused_in_the_servers_words() {
         (sim.max_model_len, sim.flavor) = (100, flavor);
         let s = ringbench::run(&p).expect("the run completes");
         assert_eq!(
-            (s.counts.ok, s.counts.failed),
+            (s.counts.tally.ok, s.counts.tally.failed),
             (0, 3),
             "{flavor:?}: 90 + 20 > 100"
         );
