@@ -11,34 +11,9 @@ pub(crate) mod pool;
 
 pub(crate) use apis::{close_event, error_event, messages_error_body, open_event, text_event_ends};
 
+use super::api::WORDS;
+pub(crate) use super::api::{Api, Pool};
 use crate::plan::sim::Flavor;
-
-/// Which OpenAI endpoint a completion request came in on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Api {
-    Chat,
-    Completions,
-    /// OpenAI's Responses API (`POST /v1/responses`, `apis.rs`).
-    Responses,
-    /// Anthropic's Messages API (`POST /v1/messages`, `apis.rs`).
-    Messages,
-}
-
-impl Api {
-    /// Its streams end with `data: [DONE]` (OpenAI chat and completions do; Responses and
-    /// Messages end with their own closing events).
-    pub(crate) fn done_marker(self) -> bool {
-        matches!(self, Api::Chat | Api::Completions)
-    }
-}
-
-/// Which pooling endpoint a request came in on (`pool.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Pool {
-    Embeddings,
-    Rerank,
-    Score,
-}
 
 /// Everything a response needs, fixed when the request arrives.
 #[derive(Clone, Copy, Debug)]
@@ -65,12 +40,6 @@ pub(crate) struct Reply<'a> {
     /// Tokens per content event (Responses' sequence numbers count events).
     pub tokens_per_event: u32,
 }
-
-/// Deterministic stand-in text: one short word per token.
-pub(super) const WORDS: [&str; 16] = [
-    " lorem", " ipsum", " dolor", " sit", " amet", " sed", " do", " eius", " mod", " tempor",
-    " in", " ut", " labore", " et", " magna", " aliqua",
-];
 
 pub(crate) const STREAM_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nserver: ringbench-sim\r\n\
 content-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
@@ -484,11 +453,6 @@ fn usage(out: &mut Vec<u8>, r: &Reply, completion: u32) {
         out.extend_from_slice(b"}");
     }
     out.extend_from_slice(b"}");
-}
-
-/// Generated token `i`'s word, without its leading space (what the KV cache hashes).
-pub(crate) fn word(i: u32) -> &'static [u8] {
-    &WORDS[i as usize % WORDS.len()].as_bytes()[1..]
 }
 
 /// A chat delta's (or message's) text fields for tokens `first..end`: those before

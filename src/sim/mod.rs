@@ -54,6 +54,7 @@
 //! prompt tokens and each second of audio (from the WAV header) `--audio-tokens-per-s`, and
 //! each image's payload hash is looked up in the replica's multimodal cache (`mm_cache`).
 
+mod api;
 mod arrivals;
 mod board;
 mod conn;

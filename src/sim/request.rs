@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::api::{Api, Pool};
 use super::engine::kv::{word_byte, Chain};
-use super::format::{Api, Pool};
 use crate::plan::workload::splitmix64;
 
 /// Most headers a request may carry.

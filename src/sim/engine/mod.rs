@@ -252,7 +252,7 @@ impl Engine {
 fn cache_generated(kv: &mut KvCache, s: &mut Seat, generated: u32) {
     let before = s.chain.hashes.len();
     for i in 0..generated.min(s.max_tokens) {
-        s.chain.push(kv::word_hash(super::format::word(i)));
+        s.chain.push(kv::word_hash(super::api::word(i)));
     }
     let hashes = &s.chain.hashes;
     for (i, &h) in hashes.iter().enumerate().skip(before) {

@@ -103,7 +103,7 @@ fn a_repeated_prompt_hits_its_full_blocks_but_never_its_last_token() {
     let mut turn2 = String::from(words);
     for i in 0..2 {
         turn2.push(' ');
-        turn2.push_str(std::str::from_utf8(crate::sim::format::word(i)).unwrap());
+        turn2.push_str(std::str::from_utf8(crate::sim::api::word(i)).unwrap());
     }
     turn2.push_str(" next question here");
     let next = seat(&turn2, 2, 4);
