@@ -332,7 +332,7 @@ mod tests {
             b"22\r\n\":\"tiny-llama\",\"object\":\"model\"}]}\r\n0\r\n\r\n",
         ]);
         let plan = Plan::defaults();
-        assert_eq!(discover_model(&ep, &plan).unwrap(), "tiny-llama");
+        assert_eq!(discover_model(&ep, &plan).unwrap().0, "tiny-llama");
     }
 
     #[test]
