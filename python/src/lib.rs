@@ -95,12 +95,12 @@ impl Observer for PyWatch {
         let called = Python::attach(|py| -> PyResult<()> {
             let d = PyDict::new(py);
             d.set_item("elapsed_s", elapsed_s)?;
-            d.set_item("records", live.records)?;
-            d.set_item("sent", live.sent)?;
-            d.set_item("ok", live.ok)?;
-            d.set_item("failed", live.failed)?;
-            d.set_item("cancelled", live.cancelled)?;
-            d.set_item("not_sent", live.not_sent)?;
+            d.set_item("records", live.records())?;
+            d.set_item("sent", live.tally.sent)?;
+            d.set_item("ok", live.tally.ok)?;
+            d.set_item("failed", live.tally.failed)?;
+            d.set_item("cancelled", live.tally.cancelled)?;
+            d.set_item("not_sent", live.tally.not_sent)?;
             d.set_item("in_flight", live.in_flight)?;
             d.set_item("ttft_p50_ms", live.ttft_p50_ns.map(|ns| ns as f64 / 1e6))?;
             cb.call1(py, (d,))?;
