@@ -639,6 +639,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "workload",
         "verdict",
         "server",
+        // What the server said of itself before the run: null without one asked.
+        "served",
         "stalls",
         "sessions",
         "cancellations",
