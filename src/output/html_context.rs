@@ -137,7 +137,10 @@ fn model(p: &Plan, s: &Summary) -> String {
         let m = p.model.clone();
         return m.unwrap_or_else(|| "not recorded (asked of /v1/models)".into());
     };
-    let mut m = format!("{} (from {})", sv.model, sv.model_from);
+    let mut m = sv.model.clone();
+    if sv.model_from != crate::summary::served::from::PLAN {
+        let _ = write!(m, " (from {})", sv.model_from);
+    }
     if let (Some(n), Some(at)) = (sv.max_model_len, &sv.max_model_len_from) {
         let _ = write!(m, "; context window {n} tokens (from {at})");
         if sv.sessions_capped {

@@ -1,7 +1,7 @@
 //! Part of the run (wiring): what the first server says about itself before anything is
 //! timed, beside the model the requests name — its context window and its version (vLLM's
-//! `/v1/models` and `/version`, llama.cpp's `/props`) — and the conversations' cap that the
-//! window sets. Blocking and best effort: a server that does not say leaves the field `null`
+//! `/v1/models` and `/version`, llama.cpp's `/props`; asked beyond the model's listing only
+//! for conversations, which need the window) — and the conversations' cap that it sets. Blocking and best effort: a server that does not say leaves the field `null`
 //! and never fails the run. Never prints.
 
 use super::endpoint::{self, Endpoints};
@@ -24,7 +24,10 @@ pub(super) fn served(
         Some(_) => from::MODELS,
         None => from::PLAN,
     };
-    let listing = listing.or_else(|| plan.sessions.as_ref().and_then(|_| ask("/v1/models")));
+    // Conversations need the window: only their runs ask beyond the model's listing (other
+    // runs send the server nothing but their own requests, and the model's discovery).
+    let conversations = plan.sessions.is_some();
+    let listing = listing.or_else(|| conversations.then(|| ask("/v1/models")).flatten());
     let mut s = Served {
         max_model_len: listing.as_ref().and_then(|v| window_of(v, &model)),
         model,
@@ -32,6 +35,9 @@ pub(super) fn served(
         ..Served::default()
     };
     s.max_model_len_from = s.max_model_len.map(|_| from::MODELS.into());
+    if !conversations {
+        return s;
+    }
     if let Some(v) = ask("/version").and_then(|v| Some(v["version"].as_str()?.to_string())) {
         (s.version, s.version_from) = (Some(v), Some(from::VERSION.into()));
     } else if let Some(props) = ask("/props") {

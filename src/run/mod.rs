@@ -18,6 +18,7 @@ use crate::prepare::catalog::Catalog;
 use crate::prepare::WorkloadTally;
 use crate::record::{InputSource, Record};
 use crate::rt::netcount::NetCounters;
+use crate::summary::served::Served;
 use crate::summary::shard::{ClockSync, KernelClock, ShardInfo};
 use crate::summary::workload::WorkloadStats;
 use crate::summary::Summary;
@@ -155,10 +156,7 @@ pub fn run_with(
     }
     // Held until the run returns; the kernel releases them on any other exit.
     let _locks = locks(plan, &eps, &started_at)?;
-    let (model, listing) = endpoint::model(&eps, plan)?;
-    let mut served = about::served(&eps, plan, model, listing);
-    let catalog = catalog(plan, &mut prepared, &eps, &served.model)
-        .with_context_window(about::session_cap(plan, &mut served));
+    let (catalog, served) = catalog(plan, &mut prepared, &eps)?;
     let mut collector = Collector::new(plan, plan.out_dir.as_deref())
         .map_err(io_err("cannot open the output folder"))?;
     let clock = run_clock(plan);
@@ -243,16 +241,19 @@ fn locks(
     Ok(locks.collect::<Result<Vec<_>, _>>()?)
 }
 
-/// The requests' bytes, made once for every worker. The prompts are dropped as they become
-/// bytes: a trace's may take a gigabyte.
+/// The requests' bytes, made once for every worker, naming the model the server was asked
+/// for (or the plan's), with what the server said of itself. The prompts are dropped as they
+/// become bytes: a trace's may take a gigabyte.
 fn catalog(
     plan: &Plan,
     prepared: &mut crate::prepare::Prepared,
     eps: &endpoint::Endpoints,
-    model: &str,
-) -> Catalog {
+) -> Result<(Catalog, Served), RunError> {
+    let (model, listing) = endpoint::model(eps, plan)?;
+    let mut served = about::served(eps, plan, model, listing);
+    let window = about::session_cap(plan, &mut served);
     let prompts = std::mem::take(&mut prepared.prompts);
-    Catalog::from_prompts(
+    let catalog = Catalog::from_prompts(
         plan,
         prompts,
         prepared.salt.take(),
@@ -261,9 +262,11 @@ fn catalog(
             .iter()
             .map(|ep| ep.request_head(plan.endpoint))
             .collect(),
-        model,
+        &served.model,
     )
     .with_conversations(plan, prepared.conversations.as_deref())
+    .with_context_window(window);
+    Ok((catalog, served))
 }
 
 /// Where this run's clock stood against the wall clock and the schedule's start.
