@@ -32,7 +32,9 @@ echo "wheel built in $(( $(date +%s) - start )) s"
 echo "== a fresh virtualenv: the wheel, pyarrow, pytest"
 python3 -m venv "$work/test"
 "$work/test/bin/pip" install --quiet ../target/wheels/ringbench-*.whl "pyarrow>=14" "pytest>=7"
-"$work/test/bin/python" -c "import ringbench; s = ringbench.run(request_count=100); print('TTFT p50', s.latency_ms['ttft']['p50'], 'ms')"
+# From outside the source tree: here, `import ringbench` would find python/ringbench (no
+# extension in it) before the installed wheel.
+(cd "$work" && "$work/test/bin/python" -c "import ringbench; s = ringbench.run(request_count=100); print('TTFT p50', s.latency_ms['ttft']['p50'], 'ms')")
 "$work/test/bin/ringbench" --version
 
 echo "== pytest python/tests"
