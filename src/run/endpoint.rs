@@ -141,8 +141,9 @@ fn discover_model(ep: &Endpoint, plan: &Plan) -> Result<(String, serde_json::Val
         Err(GetError::Tls(e)) => return Err(e.into()),
         Err(e) => return Err(fail(e.to_string())),
     };
-    let id = model_from_body(&body).ok_or_else(|| fail("no model id in the response".into()))?;
-    Ok((id, serde_json::from_slice(&body).unwrap_or_default()))
+    let listing: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let id = model_of(&listing).ok_or_else(|| fail("no model id in the response".into()))?;
+    Ok((id, listing))
 }
 
 /// `GET path`'s JSON answer, when it is a 200 with a JSON body; `None` for anything else
@@ -247,9 +248,14 @@ fn ask_ready(ep: &Endpoint, plan: &Plan) -> Result<(), String> {
 }
 
 /// The first model's id in a `/v1/models` listing.
+fn model_of(listing: &serde_json::Value) -> Option<String> {
+    Some(listing["data"][0]["id"].as_str()?.to_string())
+}
+
+/// The first model's id in a `/v1/models` body (its tests read bytes).
+#[cfg(test)]
 fn model_from_body(body: &[u8]) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    Some(v["data"][0]["id"].as_str()?.to_string())
+    model_of(&serde_json::from_slice(body).ok()?)
 }
 
 /// The workers' TLS connector and server name, for an `https://` target.
