@@ -7,7 +7,8 @@
 //! items: the unit tests and their support, files declared `#[cfg(test)] mod name;` and what
 //! is under them), which may reach any module to check the one it sits in.
 //!
-//! Inside each folder, the files form no cycle either (`folders.rs`).
+//! Every import also follows one order of the modules (`IMPORT_ORDER`): none imports a module
+//! the order places after it. Inside each folder, the files form no cycle either (`folders.rs`).
 //!
 //! Run alone: `cargo test --release --test it layout:: -- --nocapture` prints the edges.
 
@@ -23,6 +24,33 @@ const MAX_TOP_LEVEL: usize = 19;
 
 /// Modules that describe a run or its result and may import no other module of the crate.
 const LEAVES: [&str; 2] = ["plan", "summary"];
+
+/// The library's modules in import order, written once: each may import only modules listed
+/// before it, so no arrow runs back up the flow (a stage never imports one that drives it).
+/// The leaves come first; then the runtime helpers and the request's way back in
+/// (record ← extract ← sse ← http); the schedule and the catalog the workers read; the
+/// workers; the simulator and the scraper beside them; the collector, which reads what the
+/// workers send; the renderers; the run that wires them; the studies made of runs.
+/// docs/architecture.md gives the same order.
+const IMPORT_ORDER: [&str; 17] = [
+    "plan",
+    "summary",
+    "rt",
+    "record",
+    "extract",
+    "sse",
+    "http",
+    "schedule",
+    "prepare",
+    "worker",
+    "sim",
+    "scrape",
+    "collector",
+    "output",
+    "run",
+    "study",
+    "cli",
+];
 
 pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -378,6 +406,62 @@ fn top_level_modules_form_no_cycle() {
     if let Some(c) = cycle(&edges) {
         panic!("import cycle among top-level modules: {}", c.join(" -> "));
     }
+}
+
+/// The edges that import a module `IMPORT_ORDER` places after the importer, and the modules
+/// missing from it.
+fn against_the_order(edges: &BTreeMap<String, BTreeSet<String>>, order: &[&str]) -> Vec<String> {
+    let rank = |m: &str| order.iter().position(|o| *o == m);
+    let mut wrong = vec![];
+    for (m, targets) in edges {
+        let Some(from) = rank(m) else {
+            wrong.push(format!("{m} is not in IMPORT_ORDER"));
+            continue;
+        };
+        for t in targets {
+            match rank(t) {
+                Some(to) if to < from => {}
+                Some(_) => wrong.push(format!("{m} imports {t}, which the order places after it")),
+                None => wrong.push(format!("{t} is not in IMPORT_ORDER")),
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn no_module_imports_one_the_order_places_after_it() {
+    let wrong = against_the_order(&graph(), &IMPORT_ORDER);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for m in IMPORT_ORDER {
+        assert!(
+            src.join(m).is_dir() || src.join(format!("{m}.rs")).is_file(),
+            "IMPORT_ORDER names {m}, which src/ does not hold"
+        );
+    }
+}
+
+#[test]
+fn the_order_check_sees_an_upstream_import() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    edges
+        .entry("rt".into())
+        .or_default()
+        .insert("summary".into());
+    assert!(against_the_order(&edges, &IMPORT_ORDER).is_empty());
+    edges
+        .entry("summary".into())
+        .or_default()
+        .insert("output".into());
+    edges.entry("novel".into()).or_default();
+    assert_eq!(
+        against_the_order(&edges, &IMPORT_ORDER),
+        [
+            "novel is not in IMPORT_ORDER",
+            "summary imports output, which the order places after it"
+        ]
+    );
 }
 
 #[test]
