@@ -15,7 +15,7 @@
 
 use super::replay::{self, read_records, Overrides, RecordReader, ReplayError};
 use super::sidecar::RunSidecar;
-use super::Collector;
+use super::{Collector, RunFacts};
 use crate::plan::Shard;
 use crate::record::Record;
 use crate::summary::shard::{ClockSync, MergeInfo, ShardPart};
@@ -98,7 +98,7 @@ struct Part {
 pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summary, MergeError> {
     let parts = read_parts(dirs)?;
     let first = &parts[0];
-    let info0 = first.side.shard.clone().expect("read_parts checked");
+    let info0 = first.side.facts.shard.clone().expect("read_parts checked");
     let count = info0.count;
     let (kept, missing, duplicated) = pick(&parts, count);
     if !(missing.is_empty() && duplicated.is_empty() || opts.allow_incomplete) {
@@ -124,6 +124,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
         parts_info.push(part_info(p, shift, &own));
     }
     if let Some(c) = merged
+        .facts
         .clock
         .as_mut()
         .filter(|c| c.schedule_start_ns == u64::MAX)
@@ -144,8 +145,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Summar
     }
     std::fs::create_dir_all(out).map_err(write_err(out))?;
     write_in_time_order(&kept, &shifts, out)?;
-    let scrapes = copy_scrapes(&kept, &shifts, out, &mut merged.warnings)?;
-    merged.merge = Some(MergeInfo {
+    let scrapes = copy_scrapes(&kept, &shifts, out, &mut merged.facts.warnings)?;
+    merged.facts.merge = Some(MergeInfo {
         shards: count,
         complete: missing.is_empty() && duplicated.is_empty(),
         missing,
@@ -281,6 +282,7 @@ fn check_err(dir: &Path) -> impl FnOnce(CheckError) -> MergeError + '_ {
 /// The kernel's maximum clock error on a shard's host, µs, when it recorded one.
 fn max_error_us(p: &Part) -> Option<i64> {
     p.side
+        .facts
         .clock
         .as_ref()?
         .kernel
@@ -300,11 +302,11 @@ fn read_parts(dirs: &[PathBuf]) -> Result<Vec<Part>, MergeError> {
     let mut parts: Vec<Part> = Vec::with_capacity(dirs.len());
     for dir in dirs {
         let (side, _) = replay::settings(dir, &Overrides::default())?;
-        let Some(info) = side.shard.clone() else {
+        let Some(info) = side.facts.shard.clone() else {
             return Err(MergeError::NotShard(dir.clone()));
         };
         if let Some(first) = parts.first() {
-            let f = first.side.shard.as_ref().expect("checked");
+            let f = first.side.facts.shard.as_ref().expect("checked");
             let other = |what, theirs: String, ours: String| MergeError::OtherRun {
                 dir: dir.clone(),
                 first: first.dir.clone(),
@@ -388,7 +390,8 @@ fn describe(parts: &[Part], missing: &[u32], duplicated: &[u32]) -> String {
 /// The wall-clock instant of a shard's run-clock origin, Unix ns (0 for a run that did not
 /// record it, which then cannot be aligned and is taken as is).
 fn origin(side: &RunSidecar) -> i128 {
-    side.clock
+    side.facts
+        .clock
         .as_ref()
         .map_or(0, |c| i128::from(c.origin_unix_ns))
 }
@@ -440,11 +443,11 @@ fn check_records(p: &Part, global: Option<u64>) -> Result<(Summary, u64), CheckE
         return Err(CheckError::Records(f));
     }
     let arrivals: u64 = seen.iter().map(|w| u64::from(w.count_ones())).sum();
-    if all != side.scheduled {
+    if all != side.facts.scheduled {
         return Err(CheckError::Records(format!(
             "{all} records for {} scheduled requests ({lines} lines): the shard's log is \
              incomplete",
-            side.scheduled
+            side.facts.scheduled
         )));
     }
     if let Some(g) = global.filter(|&g| p.shard.share(g) != arrivals) {
@@ -454,7 +457,10 @@ fn check_records(p: &Part, global: Option<u64>) -> Result<(Summary, u64), CheckE
             p.shard.share(g)
         )));
     }
-    Ok((own.summarize(side.facts(), side.host.clone()), arrivals))
+    Ok((
+        own.summarize(side.facts.clone(), side.host.clone()),
+        arrivals,
+    ))
 }
 
 /// A run-clock stamp moved `shift` ns (never below 0).
@@ -513,26 +519,29 @@ fn merged_sidecar(first: &Part, base: i128, out: &Path) -> RunSidecar {
             serde_json::Value::String(out.display().to_string()),
         );
     }
-    let c0 = first.side.clock.clone().unwrap_or_default();
+    let c0 = first.side.facts.clock.clone().unwrap_or_default();
     RunSidecar {
         config,
-        scheduled: 0,
-        wall_ns: 0,
-        interrupted: false,
-        sim: None,
-        warnings: vec![],
-        workers: vec![],
-        kernel_net: None,
-        shard: None,
-        clock: Some(ClockSync {
-            origin_unix_ns: base as u64,
-            schedule_start_ns: u64::MAX,
-            kernel: None,
-            start_late_ns: 0,
-            offset_uncertainty_ns: 0,
-            start_at_unix_ns: c0.start_at_unix_ns,
-        }),
-        merge: None,
+        facts: RunFacts {
+            scheduled: 0,
+            wall_ns: 0,
+            interrupted: false,
+            sim: None,
+            warnings: vec![],
+            workers: vec![],
+            kernel_net: None,
+            shard: None,
+            clock: Some(ClockSync {
+                origin_unix_ns: base as u64,
+                schedule_start_ns: u64::MAX,
+                kernel: None,
+                start_late_ns: 0,
+                offset_uncertainty_ns: 0,
+                start_at_unix_ns: c0.start_at_unix_ns,
+            }),
+            merge: None,
+            ..first.side.facts.clone()
+        },
         ..first.side.clone()
     }
 }
@@ -542,22 +551,26 @@ fn add_part(m: &mut RunSidecar, p: &Part, shift: i128) {
     let s = &p.side;
     let label = p.shard.label();
     let shift_u = u64::try_from(shift).unwrap_or(0);
-    m.scheduled += s.scheduled;
-    m.wall_ns = m.wall_ns.max(s.wall_ns + shift_u);
-    m.interrupted |= s.interrupted;
-    m.workers.extend(s.workers.iter().cloned());
-    m.warnings
-        .extend(s.warnings.iter().map(|w| format!("shard {label}: {w}")));
-    if let (Some(mc), Some(c)) = (m.clock.as_mut(), s.clock.as_ref()) {
+    m.facts.scheduled += s.facts.scheduled;
+    m.facts.wall_ns = m.facts.wall_ns.max(s.facts.wall_ns + shift_u);
+    m.facts.interrupted |= s.facts.interrupted;
+    m.facts.workers.extend(s.facts.workers.iter().cloned());
+    m.facts.warnings.extend(
+        s.facts
+            .warnings
+            .iter()
+            .map(|w| format!("shard {label}: {w}")),
+    );
+    if let (Some(mc), Some(c)) = (m.facts.clock.as_mut(), s.facts.clock.as_ref()) {
         mc.schedule_start_ns = mc.schedule_start_ns.min(c.schedule_start_ns + shift_u);
         mc.start_late_ns = mc.start_late_ns.max(c.start_late_ns);
         mc.offset_uncertainty_ns = mc.offset_uncertainty_ns.max(c.offset_uncertainty_ns);
     }
-    if m.served != s.served {
-        m.served = None;
+    if m.facts.served != s.facts.served {
+        m.facts.served = None;
     }
-    if s.started_at < m.started_at {
-        m.started_at = s.started_at.clone();
+    if s.facts.started_at < m.facts.started_at {
+        m.facts.started_at = s.facts.started_at.clone();
     }
 }
 
@@ -565,10 +578,10 @@ fn part_info(p: &Part, shift: i128, own: &Summary) -> ShardPart {
     ShardPart {
         index: p.shard.index,
         dir: p.dir.display().to_string(),
-        started_at: p.side.started_at.clone(),
+        started_at: p.side.facts.started_at.clone(),
         shift_ns: i64::try_from(shift).unwrap_or(i64::MAX),
-        clock: p.side.clock.clone(),
-        scheduled: p.side.scheduled,
+        clock: p.side.facts.clock.clone(),
+        scheduled: p.side.facts.scheduled,
         sched_lag_ms_p99: own.overhead.sched_lag_ms.p99,
         worker_cpu_percent: own.overhead.worker_cpu_percent,
         valid: own.overhead.valid,
@@ -606,12 +619,13 @@ pub fn shift_run(dir: &Path, by_ns: i64) -> Result<(), MergeError> {
     if dir.join(crate::scrape::join::FILE_NAME).is_file() {
         shift_scrapes(dir, dir, i128::from(by_ns))?;
     }
-    if let Some(c) = side.clock.as_mut() {
+    if let Some(c) = side.facts.clock.as_mut() {
         let mv = |v: u64| u64::try_from(i128::from(v) + i128::from(by_ns)).unwrap_or(0);
         c.origin_unix_ns =
             u64::try_from(i128::from(c.origin_unix_ns) - i128::from(by_ns)).unwrap_or(0);
         c.schedule_start_ns = mv(c.schedule_start_ns);
     }
-    side.wall_ns = u64::try_from(i128::from(side.wall_ns) + i128::from(by_ns)).unwrap_or(0);
+    side.facts.wall_ns =
+        u64::try_from(i128::from(side.facts.wall_ns) + i128::from(by_ns)).unwrap_or(0);
     side.write(dir).map_err(write_err(dir))
 }

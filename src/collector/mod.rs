@@ -55,7 +55,7 @@ use std::path::Path;
 pub use crate::summary::workers::WorkerStats;
 
 /// Facts about the run that records do not carry, handed to `finish`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunFacts {
     /// RFC 3339 wall clock; the report header only.
     pub started_at: String,
@@ -70,16 +70,22 @@ pub struct RunFacts {
     pub sim: Option<serde_json::Value>,
     pub warnings: Vec<String>,
     /// What the requests asked (lengths, prefixes), for the summary's `workload` block.
+    #[serde(default)]
     pub workload: Option<crate::summary::workload::WorkloadStats>,
     /// The host's network drop and retransmit counters over the run.
+    #[serde(default)]
     pub kernel_net: Option<crate::summary::NetDelta>,
     /// Which shard of a run over several hosts this is (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::summary::shard::ShardInfo>,
     /// The run clock's wall-clock origin and the kernel's clock-sync estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<crate::summary::shard::ClockSync>,
     /// The shards a merged run is made of (`ringbench merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<crate::summary::shard::MergeInfo>,
     /// What the server said about itself before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<crate::summary::served::Served>,
 }
 

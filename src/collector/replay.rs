@@ -182,11 +182,11 @@ pub fn recompute_to(
     let (side, settings) = settings(dir, o)?;
     let percentiles = settings.plan.percentiles.clone();
     let mut c = Collector::from_settings(settings);
-    if let Some(clock) = &side.clock {
+    if let Some(clock) = &side.facts.clock {
         c.set_schedule_start(clock.schedule_start_ns);
     }
     if let Some(out) = hlog_dir {
-        let origin_ns = side.clock.as_ref().map_or(0, |k| k.origin_unix_ns);
+        let origin_ns = side.facts.clock.as_ref().map_or(0, |k| k.origin_unix_ns);
         let base = match origin_ns {
             0 => std::time::SystemTime::now(),
             ns => std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns),
@@ -199,7 +199,7 @@ pub fn recompute_to(
             })?;
     }
     read_records(dir, |r| c.add(r))?;
-    let mut facts = side.facts();
+    let mut facts = side.facts.clone();
     c.close_interval_logs(&mut facts.warnings);
     let mut summary = c.summarize(facts, side.host.clone());
     server_block(dir, &percentiles, &mut summary)?;
