@@ -51,7 +51,7 @@ macro_rules! sim_flags {
             /// Per connection for refuse. Kinds: refuse, reset_before_head, reset_mid_stream,
             /// http_500, http_503, http_429, error_event, stall_head, stall_mid, bad_json,
             /// truncated_chunk, bad_utf8, oversized_event, slow_head, close_after_response,
-            /// html_200.
+            /// html_200, dribble, stop_reading.
             #[arg(long = concat!($prefix, "fault"), value_name = "KIND:PROB", value_parser = parse_fault, help_heading = $faults)]
             pub faults: Vec<FaultSpec>,
             /// How long stall_head/stall_mid send nothing (bare: ms)

@@ -656,6 +656,8 @@ fn summary_json_has_exactly_the_interface_keys_and_is_written_atomically() {
         "errors",
         // What the requests carried (body bytes, images, audio): always present.
         "upload",
+        // The connections as the kernel saw them (TCP_INFO): null without a connection.
+        "network",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

@@ -112,6 +112,7 @@ impl Collector {
             merge: facts.merge,
             served: facts.served,
             errors: m.errors.summary(),
+            network: super::network::network(&facts.workers, ps, duration_ns),
         }
     }
 }

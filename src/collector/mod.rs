@@ -26,6 +26,7 @@ pub mod hlog;
 mod isl;
 pub mod log;
 pub mod merge;
+mod network;
 pub mod osl;
 pub mod parquet;
 mod queue;

@@ -61,6 +61,8 @@ pub fn print_run_console(
     super::console_users::endpoints_block(s.endpoints.as_deref(), out)?;
     small |= stages_block(s, out)?;
     super::console_server::server_block(s.server.as_ref(), out)?;
+    let ttft = Some(s.latency_ms.get(Metric::Ttft)).filter(|t| t.count > 0);
+    super::console_net::network_block(s.network.as_ref(), ttft, out)?;
     overhead(s, out)?;
     verdict(s, allow_invalid, out)?;
     if !s.warnings.is_empty() {

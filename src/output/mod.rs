@@ -12,6 +12,7 @@
 
 mod chart;
 pub mod console;
+mod console_net;
 mod console_rows;
 mod console_server;
 pub mod console_study;

@@ -45,9 +45,16 @@ pub enum FaultKind {
     /// Request read, then HTTP 200 with an HTML page instead of an answer (a proxy's error
     /// or login page in front of the server).
     Html200,
+    /// Head sent, then one byte every 10 ms for ever (an SSE comment, one byte a chunk): a
+    /// response that never ends, until the client gives up.
+    Dribble,
+    /// The request's head and about half its body read, then nothing more read and nothing
+    /// answered until the client gives up (a server stuck mid-upload). Drawn when the head
+    /// arrives without the whole body; a body that comes whole with its head is served.
+    StopReading,
 }
 
-const ALL: [(FaultKind, &str); 16] = [
+const ALL: [(FaultKind, &str); 18] = [
     (FaultKind::Refuse, "refuse"),
     (FaultKind::ResetBeforeHead, "reset_before_head"),
     (FaultKind::ResetMidStream, "reset_mid_stream"),
@@ -64,6 +71,8 @@ const ALL: [(FaultKind, &str); 16] = [
     (FaultKind::SlowHead, "slow_head"),
     (FaultKind::CloseAfterResponse, "close_after_response"),
     (FaultKind::Html200, "html_200"),
+    (FaultKind::Dribble, "dribble"),
+    (FaultKind::StopReading, "stop_reading"),
 ];
 
 impl FaultKind {

@@ -223,6 +223,9 @@ struct Conn {
     seat: Rc<RefCell<Seat>>,
     /// Close once the current response is out (`--flavor llama-cpp` after a stream).
     close_after: bool,
+    /// `stop_reading`'s draw for the request being read, made when its head arrived
+    /// without its whole body.
+    stop_drawn: Option<bool>,
 }
 
 impl Conn {
@@ -234,6 +237,7 @@ impl Conn {
         Self {
             seat: Rc::new(RefCell::new(Seat::new(block_size, blocks))),
             close_after: false,
+            stop_drawn: None,
             stream,
             timer: None,
             shared,
@@ -299,6 +303,12 @@ impl Conn {
         };
         let total = head.head_len + head.body_len;
         if self.rbuf.len() < total {
+            if self.stops_reading(&head) {
+                return self
+                    .stop_reading()
+                    .await
+                    .map(|()| Next::Served { close: true });
+            }
             self.rbuf.reserve(total - self.rbuf.len());
             if head.expect_continue && !self.continued {
                 self.continued = true;
@@ -309,6 +319,7 @@ impl Conn {
             return Ok(Next::NeedMore);
         }
         self.continued = false;
+        self.stop_drawn = None;
         bump(&self.shared.stats.requests, 1);
         let close = head.close;
         self.dispatch(head, arrival_ns).await?;

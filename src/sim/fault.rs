@@ -40,18 +40,17 @@ impl FaultDraw {
     }
 
     /// The fault for the next request (`per_connection == false`) or connection.
+    /// `stop_reading` is drawn apart, when a request's head arrives (`stops_reading`).
     pub(crate) fn pick(&self, cfg: &FaultConfig, per_connection: bool) -> Option<FaultKind> {
-        if !cfg
-            .faults
-            .iter()
-            .any(|f| f.kind.per_connection() == per_connection)
-        {
+        let ours =
+            |k: FaultKind| k.per_connection() == per_connection && k != FaultKind::StopReading;
+        if !cfg.faults.iter().any(|f| ours(f.kind)) {
             return None;
         }
         let u = self.uniform();
         let mut acc = 0.0;
         for f in &cfg.faults {
-            if f.kind.per_connection() != per_connection {
+            if !ours(f.kind) {
                 continue;
             }
             acc += f.prob;
@@ -60,6 +59,15 @@ impl FaultDraw {
             }
         }
         None
+    }
+
+    /// Whether the request whose head just arrived without its whole body gets
+    /// `stop_reading` (no draw when the fault is not asked for).
+    pub(crate) fn stops_reading(&self, cfg: &FaultConfig) -> bool {
+        cfg.faults
+            .iter()
+            .find(|f| f.kind == FaultKind::StopReading)
+            .is_some_and(|f| self.uniform() < f.prob)
     }
 
     /// A fair coin (which way an error event ends).

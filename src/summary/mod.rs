@@ -13,6 +13,7 @@ pub mod endpoints;
 pub mod errors;
 pub mod figure;
 pub mod metric;
+pub mod network;
 pub mod series;
 pub mod served;
 pub mod server;
@@ -227,6 +228,11 @@ pub struct Summary {
     /// `null` in summaries written before it existed, and in a merge of shards that disagree.
     #[serde(default)]
     pub served: Option<served::Served>,
+    /// The run's connections as the client's kernel saw them (`TCP_INFO` at each close:
+    /// round trips, retransmits) and their connect times; `null` in summaries written before
+    /// it existed and for a run that opened no connection.
+    #[serde(default)]
+    pub network: Option<network::Network>,
 }
 
 /// `summary.json`'s `cancellations`: requests the client aborted mid-answer, as a closed

@@ -68,6 +68,85 @@ pub struct WorkerStats {
     /// The runtime passes that served work items, for the client's queue model.
     #[serde(default)]
     pub queue: QueueTally,
+    /// Its connections as the kernel saw them (`TCP_INFO` at each close) and their connect
+    /// times, one entry per server in `--url`'s order.
+    #[serde(default)]
+    pub network: Vec<ConnTally>,
+}
+
+/// One worker's connections to one server: the kernel's `TCP_INFO` read once per connection
+/// when it closes, and the connect time of each connection it opened (the TCP connect and
+/// the TLS handshake apart). Histograms made with `new_histogram`, so merging is exact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnTally {
+    /// Connections whose `TCP_INFO` was read at close.
+    pub connections_read: u64,
+    /// Connections closed whose `TCP_INFO` the kernel would not give.
+    pub connections_unread: u64,
+    /// Smoothed round trip of each connection (`tcpi_rtt`), ns.
+    #[serde(with = "buckets")]
+    pub rtt_ns: Histogram<u64>,
+    /// Its mean deviation (`tcpi_rttvar`), ns.
+    #[serde(with = "buckets")]
+    pub rttvar_ns: Histogram<u64>,
+    /// The smallest round trip each connection saw (`tcpi_min_rtt`), ns.
+    #[serde(with = "buckets")]
+    pub min_rtt_ns: Histogram<u64>,
+    /// From the connect's start to the TCP connection's establishment, ns.
+    #[serde(with = "buckets")]
+    pub tcp_connect_ns: Histogram<u64>,
+    /// The TLS handshake after it (`https://`), ns.
+    #[serde(with = "buckets")]
+    pub tls_handshake_ns: Histogram<u64>,
+    /// Segments sent, summed over the connections read (`tcpi_segs_out`).
+    pub segments_out: u64,
+    /// Of them, retransmitted (`tcpi_total_retrans`).
+    pub retransmitted_segments: u64,
+    /// Segments the kernel held as lost when each was read (`tcpi_lost`, a snapshot).
+    pub lost: u64,
+    /// Times the kernel saw reordering (`tcpi_reord_seen`).
+    pub reordering_events: u64,
+}
+
+impl Default for ConnTally {
+    fn default() -> Self {
+        ConnTally {
+            connections_read: 0,
+            connections_unread: 0,
+            rtt_ns: new_histogram(),
+            rttvar_ns: new_histogram(),
+            min_rtt_ns: new_histogram(),
+            tcp_connect_ns: new_histogram(),
+            tls_handshake_ns: new_histogram(),
+            segments_out: 0,
+            retransmitted_segments: 0,
+            lost: 0,
+            reordering_events: 0,
+        }
+    }
+}
+
+impl ConnTally {
+    /// Adds `other`'s connections (another worker's, another shard's) to these.
+    pub fn add(&mut self, other: &ConnTally) {
+        self.connections_read += other.connections_read;
+        self.connections_unread += other.connections_unread;
+        for (to, from) in [
+            (&mut self.rtt_ns, &other.rtt_ns),
+            (&mut self.rttvar_ns, &other.rttvar_ns),
+            (&mut self.min_rtt_ns, &other.min_rtt_ns),
+            (&mut self.tcp_connect_ns, &other.tcp_connect_ns),
+            (&mut self.tls_handshake_ns, &other.tls_handshake_ns),
+        ] {
+            // Same bounds (`new_histogram`): adding cannot fail.
+            let _ = to.add(from);
+        }
+        self.segments_out += other.segments_out;
+        self.retransmitted_segments += other.retransmitted_segments;
+        self.lost += other.lost;
+        self.reordering_events += other.reordering_events;
+    }
 }
 
 /// The worker's runtime passes that served work items (reads and sends), as the client's
@@ -152,6 +231,7 @@ impl WorkerStats {
             pacer_idle_ns: 0,
             pacer_spin_budget_ns: 0,
             queue: QueueTally::default(),
+            network: Vec::new(),
         }
     }
 }

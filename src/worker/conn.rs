@@ -41,11 +41,26 @@ enum Attempt {
 
 /// One connection, plain or TLS: the cases of the hot path's read and write. `Stamped` is a
 /// plain connection whose reads return the kernel's receive stamp (`--rx-timestamps`).
-pub(super) enum Stream {
+enum Io {
     Plain(TcpStream),
     Stamped(TcpStream),
     #[cfg(feature = "tls")]
     Tls(Box<monoio_rustls::ClientTlsStream<TcpStream>>),
+}
+
+/// A lane's open connection: its `Io`, and what its close tells the worker's `NetWatch`
+/// (its `TCP_INFO`, read in `drop` while the socket is still open).
+pub(super) struct Stream {
+    io: Io,
+    fd: std::os::fd::RawFd,
+    server: usize,
+    net: Rc<super::netwatch::NetWatch>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.net.closed(self.server, self.fd);
+    }
 }
 
 /// What one read returned: its result, the buffer back, and the kernel's receive stamp
@@ -54,11 +69,11 @@ type ReadResult = (std::io::Result<usize>, Vec<u8>, Option<u64>);
 
 impl Stream {
     async fn read(&mut self, buf: Vec<u8>) -> ReadResult {
-        let (res, buf) = match self {
-            Stream::Plain(s) => s.read(buf).await,
-            Stream::Stamped(s) => return read_stamped(s, buf).await,
+        let (res, buf) = match &mut self.io {
+            Io::Plain(s) => s.read(buf).await,
+            Io::Stamped(s) => return read_stamped(s, buf).await,
             #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.read(buf).await,
+            Io::Tls(s) => s.read(buf).await,
         };
         (res, buf, None)
     }
@@ -66,14 +81,14 @@ impl Stream {
     /// Whether the driver performs this stream's reads (io_uring completes them before it
     /// returns), not the lane itself (`Stamped`'s `recvmsg` after readiness).
     fn read_by_driver(&self) -> bool {
-        !matches!(self, Stream::Stamped(_))
+        !matches!(self.io, Io::Stamped(_))
     }
 
     async fn write_all(&mut self, bytes: Vec<u8>) -> monoio::BufResult<usize, Vec<u8>> {
-        match self {
-            Stream::Plain(s) | Stream::Stamped(s) => s.write_all(bytes).await,
+        match &mut self.io {
+            Io::Plain(s) | Io::Stamped(s) => s.write_all(bytes).await,
             #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.write_all(bytes).await,
+            Io::Tls(s) => s.write_all(bytes).await,
         }
     }
 }
@@ -263,9 +278,11 @@ impl Conn {
     }
 
     pub(super) async fn connect(&mut self, ctx: &Ctx, reconnect: bool) -> Result<(), Outcome> {
+        use std::os::fd::AsRawFd;
         let s = &ctx.setup;
         let limit = Duration::from_nanos(s.plan.connect_timeout_ns);
         let _counted = self.opening.take().unwrap_or_else(|| ctx.connects.enter());
+        let began_ns = s.clock.now_ns();
         let stream =
             match monoio::time::timeout(limit, TcpStream::connect_addr(s.dests[self.server].addr))
                 .await
@@ -273,10 +290,12 @@ impl Conn {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
             };
+        let tcp_ns = s.clock.now_ns().saturating_sub(began_ns);
         let _ = stream.set_nodelay(true);
-        let stream = match &s.dests[self.server].tls {
+        let fd = stream.as_raw_fd();
+        let io = match &s.dests[self.server].tls {
             None if s.plan.rx_timestamps => stamped(ctx, stream),
-            None => Stream::Plain(stream),
+            None => Io::Plain(stream),
             // The handshake is part of connecting: bounded by the same timeout, and a
             // failure (a certificate the pre-run check accepted, then not) is `connect`.
             #[cfg(feature = "tls")]
@@ -284,17 +303,25 @@ impl Conn {
                 match monoio::time::timeout(limit, tls.connector.connect(tls.name.clone(), stream))
                     .await
                 {
-                    Ok(Ok(tls_stream)) => Stream::Tls(Box::new(tls_stream)),
+                    Ok(Ok(tls_stream)) => Io::Tls(Box::new(tls_stream)),
                     Ok(Err(_)) | Err(_) => return Err(Outcome::Connect),
                 }
             }
             #[cfg(not(feature = "tls"))]
             Some(tls) => match *tls {},
         };
+        let tls_ns = (s.dests[self.server].tls.is_some())
+            .then(|| s.clock.now_ns().saturating_sub(began_ns + tcp_ns));
+        ctx.net.opened(self.server, tcp_ns, tls_ns);
         let mut c = ctx.counters.borrow_mut();
         c.connections_opened += 1;
         c.reconnects += u64::from(reconnect);
-        self.stream = Some(stream);
+        self.stream = Some(Stream {
+            io,
+            fd,
+            server: self.server,
+            net: ctx.net.clone(),
+        });
         Ok(())
     }
 
@@ -424,8 +451,8 @@ async fn read_stamps(
         true => ctx.pass.completed(clock),
         false => ctx.pass.performed(clock).await,
     };
-    match stream {
-        Stream::Stamped(_) => {
+    match stream.io {
+        Io::Stamped(_) => {
             let origin = clock.origin_mono_ns();
             let kernel = ctx
                 .kernel_rx
@@ -562,13 +589,13 @@ async fn read_or_cut(
 
 /// A plain connection whose reads will carry kernel receive stamps, or a plain one (counted)
 /// when the socket refuses the option.
-fn stamped(ctx: &Ctx, stream: TcpStream) -> Stream {
+fn stamped(ctx: &Ctx, stream: TcpStream) -> Io {
     use std::os::fd::AsRawFd;
     match super::rxstamp::enable(stream.as_raw_fd()) {
-        Ok(()) => Stream::Stamped(stream),
+        Ok(()) => Io::Stamped(stream),
         Err(e) => {
             ctx.kernel_rx.refused(&e);
-            Stream::Plain(stream)
+            Io::Plain(stream)
         }
     }
 }

@@ -11,6 +11,7 @@ mod conn;
 pub mod gate;
 mod job;
 mod lane;
+mod netwatch;
 mod pacer;
 mod pass;
 mod rxstamp;
@@ -221,6 +222,8 @@ pub(crate) struct Ctx {
     pub connects: Rc<job::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
     pub kernel_rx: rxstamp::Tally,
+    /// Each connection's connect time and, as it closes, its `TCP_INFO`, by server.
+    pub net: Rc<netwatch::NetWatch>,
     /// Per server: this worker's requests (with `--turns`, sessions) in flight there, for
     /// `--url-policy least-in-flight`.
     in_flight: RefCell<Box<[u32]>>,
@@ -391,6 +394,7 @@ async fn worker_main(
         cancel: lane::CancelBell::default(),
         connects: Rc::default(),
         kernel_rx,
+        net: Rc::new(netwatch::NetWatch::new(setup_servers)),
         in_flight: RefCell::new(vec![0; setup_servers].into_boxed_slice()),
     });
     let tail = {
@@ -433,6 +437,7 @@ async fn worker_main(
         pacer_idle_ns: spun.idle_ns,
         pacer_spin_budget_ns: spun.budget_ns,
         queue,
+        network: ctx.net.finish(),
     };
     (stats, warnings)
 }

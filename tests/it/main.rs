@@ -33,6 +33,7 @@ mod k8s;
 mod layout;
 mod media;
 mod multimodal;
+mod network;
 mod osl;
 mod outputs;
 mod parser_apis;

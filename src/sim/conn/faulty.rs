@@ -15,6 +15,10 @@ const RESET_AFTER_BYTES_NS: u64 = 20_000_000;
 const OVERSIZED_EVENT_BYTES: usize = 2 << 20;
 /// Pieces the head is trickled in by `slow_head`.
 const SLOW_HEAD_PIECES: usize = 8;
+/// `dribble`: one byte of body this often.
+const DRIBBLE_GAP_NS: u64 = 10_000_000;
+/// `stop_reading`: how often the silent connection checks whether the client left.
+const PEER_CHECK_NS: u64 = 50_000_000;
 
 /// `refuse`: decides per accepted connection; a refused one is reset before a byte is read.
 pub(super) fn refused(stream: &TcpStream, shared: &Shared) -> bool {
@@ -76,6 +80,7 @@ impl Conn {
                 Err(ConnEnd::Faulted)
             }
             FaultKind::SlowHead => self.slow_head(plan).await,
+            FaultKind::Dribble => self.dribble(close).await,
             _ => self.broken_stream(kind, plan, stall_ns).await,
         }
     }
@@ -184,6 +189,53 @@ impl Conn {
             _ => self.push_tail(reply, mono_ns()),
         }
         end
+    }
+
+    /// `dribble`: the stream's head, then one body byte every 10 ms (each its own chunk, the
+    /// bytes making SSE comment lines `:\n`), until a write fails (the client left) or the
+    /// simulator stops.
+    async fn dribble(&mut self, close: bool) -> Result<(), ConnEnd> {
+        format::stream_head(
+            &mut self.wbuf,
+            close,
+            self.shared.settings.sim.flavor,
+            &self.echo,
+        );
+        self.write_out().await?;
+        let mut colon = true;
+        loop {
+            self.sleep_until(mono_ns() + DRIBBLE_GAP_NS).await?;
+            let chunk: &[u8] = if colon { b"1\r\n:\r\n" } else { b"1\r\n\n\r\n" };
+            self.wbuf.extend_from_slice(chunk);
+            colon = !colon;
+            self.write_out().await?;
+        }
+    }
+
+    /// Whether the request whose head is read, and not yet its whole body, is one the
+    /// simulator stops reading now: drawn once per request, and due once half the body is in.
+    pub(super) fn stops_reading(&mut self, head: &request::Head) -> bool {
+        let drawn = *self.stop_drawn.get_or_insert_with(|| {
+            self.shared
+                .faults
+                .stops_reading(&self.shared.settings.faults)
+        });
+        drawn && self.rbuf.len() >= head.head_len + head.body_len / 2
+    }
+
+    /// `stop_reading`: reads nothing more and answers nothing; checks every 50 ms whether the
+    /// client is still there (`TCP_INFO`'s state: a closed or reset peer ends it), so a
+    /// connection the client gave up on does not stay parked.
+    pub(super) async fn stop_reading(&mut self) -> Result<(), ConnEnd> {
+        bump(&self.shared.stats.faults, 1);
+        let fd = self.stream.as_raw_fd();
+        loop {
+            self.sleep_until(mono_ns() + PEER_CHECK_NS).await?;
+            let state = crate::rt::netcount::tcp_info(fd).map(|i| i.state);
+            if state != Some(crate::rt::netcount::TCP_ESTABLISHED) {
+                return Err(ConnEnd::Faulted);
+            }
+        }
     }
 
     /// The head trickled out over `slow_head_ms`, then the whole answer at once.
