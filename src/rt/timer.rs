@@ -121,6 +121,19 @@ impl Timer {
         self.fd.raw()
     }
 
+    /// Arms the timer for `deadline_mono_ns` without waiting (0 disarms it); either way its
+    /// expiration count is cleared. For a timer that one task waits on (`fired`) for deadlines
+    /// other tasks set (the simulator's per-thread ticker).
+    pub fn arm(&self, deadline_mono_ns: u64) -> io::Result<()> {
+        arm_abs(self.fd.raw(), deadline_mono_ns)
+    }
+
+    /// Returns once the timer has fired (or `fire_now` fired it) since it was last armed;
+    /// it stays fired until armed again.
+    pub async fn fired(&self) -> io::Result<()> {
+        self.fd.readable().await
+    }
+
     /// Returns once `CLOCK_MONOTONIC` reaches `deadline_mono_ns` (at once if it has), or
     /// earlier when `fire_now` fired the timer (the caller re-checks why it slept).
     ///

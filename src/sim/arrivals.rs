@@ -166,22 +166,68 @@ pub(crate) fn summary<'a>(
     rings: impl Iterator<Item = &'a ArrivalRing>,
     from: &[u64],
 ) -> ArrivalSummary {
+    let (mut copied, count, overflow) = gather(rings, from);
+    ArrivalSummary {
+        count,
+        overflow,
+        kernel: gaps(&mut copied.kernel, copied.cut_kernel),
+        user: gaps(&mut copied.user, copied.cut_user),
+    }
+}
+
+/// The arrivals of a window themselves, merged in time order (`GET /sim/arrivals`): what
+/// the gap statistics are computed from, for a referee that tests their distribution (a
+/// KS test against the exponential, `tools/arrivals-check`). At most `--arrivals-kept` per
+/// thread: 16 bytes each here, some 40 bytes each as JSON.
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+pub struct ArrivalStamps {
+    /// As in `ArrivalSummary`.
+    pub count: u64,
+    pub overflow: u64,
+    /// The kernel's receive stamps (`CLOCK_MONOTONIC` ns), ascending, from where every
+    /// thread's ring still held them; reads that carried none are left out.
+    pub kernel_ns: Vec<u64>,
+    /// The listener threads' own stamps (when each read returned), the same way.
+    pub user_ns: Vec<u64>,
+}
+
+/// The arrivals since `from`, merged: every stamp kept.
+pub(crate) fn stamps<'a>(
+    rings: impl Iterator<Item = &'a ArrivalRing>,
+    from: &[u64],
+) -> ArrivalStamps {
+    let (mut copied, count, overflow) = gather(rings, from);
+    whole_from(&mut copied.kernel, copied.cut_kernel);
+    whole_from(&mut copied.user, copied.cut_user);
+    ArrivalStamps {
+        count,
+        overflow,
+        kernel_ns: copied.kernel,
+        user_ns: copied.user,
+    }
+}
+
+/// Every ring's arrivals since its `from`: the stamps, how many arrived, how many were lost.
+fn gather<'a>(rings: impl Iterator<Item = &'a ArrivalRing>, from: &[u64]) -> (Copied, u64, u64) {
     let mut copied = Copied::default();
-    let mut out = ArrivalSummary::default();
+    let (mut count, mut overflow) = (0, 0);
     for (ring, &from) in rings.zip(from.iter().chain(std::iter::repeat(&0))) {
         let (arrived, lost) = ring.copy_since(from, &mut copied);
-        out.count += arrived;
-        out.overflow += lost;
+        count += arrived;
+        overflow += lost;
     }
-    out.kernel = gaps(&mut copied.kernel, copied.cut_kernel);
-    out.user = gaps(&mut copied.user, copied.cut_user);
-    out
+    (copied, count, overflow)
+}
+
+/// `stamps` from `cut` on, in time order.
+fn whole_from(stamps: &mut Vec<u64>, cut: u64) {
+    stamps.retain(|&s| s >= cut);
+    stamps.sort_unstable();
 }
 
 /// Gap statistics of `stamps` from `cut` on, in time order.
 fn gaps(stamps: &mut Vec<u64>, cut: u64) -> GapSummary {
-    stamps.retain(|&s| s >= cut);
-    stamps.sort_unstable();
+    whole_from(stamps, cut);
     let n = stamps.len();
     let mut out = GapSummary {
         count: n as u64,
@@ -291,6 +337,35 @@ mod tests {
         // A window that starts after the losses loses nothing.
         let s = summary([&a, &b].into_iter(), &[15, 3]);
         assert_eq!((s.count, s.overflow, s.kernel.count), (7, 0, 7));
+    }
+
+    #[test]
+    fn stamps_are_the_merged_arrivals_the_summary_is_computed_from() {
+        // The same two threads as above: the stamps are a's 13..19 ms and b's 16.5 ms, in
+        // order, and their gaps give the summary's figures.
+        let (a, b) = (ArrivalRing::with_capacity(8), ArrivalRing::with_capacity(8));
+        for i in 0..20u64 {
+            a.record(Some(i * 1_000_000), i * 1_000_000 + 7);
+        }
+        for i in 0..5u64 {
+            b.record(
+                (i != 4).then_some(i * 4_000_000 + 500_000),
+                i * 4_000_000 + 500_000,
+            );
+        }
+        let st = stamps([&a, &b].into_iter(), &[0, 0]);
+        let ms = |v: &[u64]| v.iter().map(|&t| t as f64 / 1e6).collect::<Vec<_>>();
+        assert_eq!((st.count, st.overflow), (25, 13));
+        assert_eq!(
+            ms(&st.kernel_ns),
+            vec![13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0]
+        );
+        let user = ms(&st.user_ns);
+        assert_eq!(user.len(), 8);
+        assert!((user[3] - 16.000_007).abs() < 1e-9 && (user[4] - 16.5).abs() < 1e-9);
+        let s = summary([&a, &b].into_iter(), &[0, 0]);
+        assert_eq!(s.kernel.count, st.kernel_ns.len() as u64);
+        assert_eq!(s.kernel.gap_cv, Some(0.0));
     }
 
     #[test]

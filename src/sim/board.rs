@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use super::arrivals::ArrivalSummary;
+use super::arrivals::{ArrivalStamps, ArrivalSummary};
 use super::stats::ThreadStats;
 use super::truth::{Distinct, TruthPair, TruthSummary};
 use crate::plan::sim::KernelStamps;
@@ -95,6 +95,14 @@ impl TruthBoard {
             since_ns: now_ns,
         };
         *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = base;
+    }
+
+    /// The arrivals since the last reset themselves (`GET /sim/arrivals`), merged in time
+    /// order: up to `--arrivals-kept` per thread.
+    pub(crate) fn arrival_stamps(&self) -> ArrivalStamps {
+        let base = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        let rings = self.threads.iter().map(|t| &t.arrivals);
+        super::arrivals::stamps(rings, &base.heads)
     }
 
     /// Percentiles of what was counted since the last reset, and the arrivals since then.

@@ -24,6 +24,7 @@ use super::format::{self, Api, Pool, Reply, Status};
 use super::mm_cache::{MmCache, MM_CACHE_ITEMS};
 use super::request::{self, Head, HeadError, Job, PoolBatch, Route, ToolPick};
 use super::stats::ThreadStats;
+use super::tick::Ticker;
 use super::tls_stream::SimStream;
 use super::Settings;
 use crate::plan::sim::{FaultKind, Flavor};
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     pub stopping: Cell<bool>,
     /// Open connections: socket fd and, once made, timer fd, so stop can wake them.
     pub live: RefCell<HashMap<u64, (RawFd, Option<RawFd>)>>,
+    /// The thread's deadlines (`tick.rs`), made on first need.
+    ticker: RefCell<Option<Rc<Ticker>>>,
     /// This replica's scheduler: slots, queue, KV cache (`engine/`).
     pub engine: RefCell<Engine>,
     /// This replica's multimodal cache (`mm_cache`).
@@ -75,6 +78,7 @@ impl Shared {
             board,
             stopping: Cell::new(false),
             live: RefCell::new(HashMap::new()),
+            ticker: RefCell::new(None),
             next_conn: Cell::new(0),
             next_tool_draw: Cell::new(thread << 48),
             // Thread index in the top bits keeps response ids unique across threads.
@@ -106,10 +110,22 @@ impl Shared {
                 fire_now(timer);
             }
         }
+        if let Some(ticker) = self.ticker.borrow().as_ref() {
+            ticker.stop();
+        }
+    }
+
+    /// The thread's ticker, started on first need.
+    fn ticker(&self) -> io::Result<Rc<Ticker>> {
+        let mut slot = self.ticker.borrow_mut();
+        match slot.as_ref() {
+            Some(t) => Ok(t.clone()),
+            None => Ok(slot.insert(Ticker::start()?).clone()),
+        }
     }
 }
 
-/// Deadlines closer than this are met by a short busy wait instead of a kernel timer: a
+/// Deadlines closer than this are met by a short busy wait instead of the thread's timer: a
 /// timer wake-up costs more than this and would land later.
 const SPIN_NS: u64 = 10_000;
 
@@ -156,6 +172,9 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Rc<Shared>) {
     }
     // Out of `live` before the socket closes, so stop never touches a reused fd number.
     shared.live.borrow_mut().remove(&id);
+    if let Some(ticker) = shared.ticker.borrow().as_ref() {
+        ticker.forget(id);
+    }
     drop(conn);
 }
 
@@ -378,6 +397,13 @@ impl Conn {
                 }
                 self.ev.clear();
                 let _ = serde_json::to_writer(&mut self.ev, &board.window(mono_ns()));
+                self.reply_ev(Status::Ok, head.close).await
+            }
+            Route::Arrivals => {
+                // Off the serving path: allocates the stamps and their JSON.
+                self.ev.clear();
+                let stamps = self.shared.board.arrival_stamps();
+                let _ = serde_json::to_writer(&mut self.ev, &stamps);
                 self.reply_ev(Status::Ok, head.close).await
             }
             Route::Metrics => {
@@ -807,7 +833,8 @@ impl Conn {
         Ok(())
     }
 
-    /// Waits for an absolute deadline on this connection's timerfd (made on first need).
+    /// Waits for an absolute deadline on the thread's ticker (`tick.rs`), woken with every
+    /// connection due by then; one closer than `SPIN_NS` is met by a spin.
     async fn sleep_until(&mut self, deadline_ns: u64) -> Result<(), ConnEnd> {
         loop {
             if self.shared.stopping.get() {
@@ -820,7 +847,7 @@ impl Conn {
                 spin_until(deadline_ns);
                 return Ok(());
             }
-            self.timer()?.sleep_until(deadline_ns).await?;
+            self.shared.ticker()?.wait(self.id, deadline_ns).await;
         }
     }
 

@@ -68,6 +68,7 @@ mod mm_cache;
 mod request;
 mod server;
 mod stats;
+mod tick;
 mod tls_stream;
 mod truth;
 

@@ -41,6 +41,8 @@ pub(crate) enum Route {
     Truth,
     /// `POST /sim/truth/reset`: starts a new truth window.
     TruthReset,
+    /// `GET /sim/arrivals`: the window's arrival stamps themselves (`arrivals.rs`).
+    Arrivals,
     /// `GET /metrics`: Prometheus text in vLLM's (or llama.cpp's) names (`metrics.rs`).
     Metrics,
     NotFound,
@@ -145,6 +147,7 @@ fn route(method: &str, path: &str) -> Route {
         "/props" => ("GET", Route::Props),
         "/sim/truth" => ("GET", Route::Truth),
         "/sim/truth/reset" => ("POST", Route::TruthReset),
+        "/sim/arrivals" => ("GET", Route::Arrivals),
         "/metrics" => ("GET", Route::Metrics),
         _ => return Route::NotFound,
     };

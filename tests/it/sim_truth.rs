@@ -140,6 +140,20 @@ fn the_truth_endpoint_reports_the_window_since_its_reset() {
     assert!(num(&window, "mono_ns") > num(&window, "since_mono_ns"));
     let p50 = num(&window, "ttft_us.p50");
     assert!((1_980.0..20_000.0).contains(&p50), "{window}");
+    // The window's arrivals themselves: the four completions since the reset, in order.
+    let arrivals = truth(addr, "GET", "/sim/arrivals");
+    assert_eq!(num(&arrivals, "count"), 4.0, "{arrivals}");
+    assert_eq!(num(&window, "arrivals.count"), 4.0, "{window}");
+    let user: Vec<f64> = arrivals["user_ns"]
+        .as_array()
+        .expect("user_ns")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(user.len(), 4, "{arrivals}");
+    assert!(user.windows(2).all(|w| w[0] <= w[1]), "{arrivals}");
+    assert!(user[0] >= num(&reset, "since_mono_ns"), "{arrivals}");
+    assert_eq!(http(addr, "POST", "/sim/arrivals", "").0, 405);
 
     assert_eq!(http(addr, "GET", "/sim/truth/reset", "").0, 405);
     assert_eq!(http(addr, "POST", "/sim/truth", "").0, 405);
