@@ -26,7 +26,22 @@ pub(super) struct Stopper<'a> {
     pub stopped_at_ns: Option<u64>,
 }
 
-impl Stopper<'_> {
+impl<'a> Stopper<'a> {
+    pub fn new(
+        interrupt: &'a AtomicBool,
+        guard: ApiGuard,
+        shared: &'a Shared,
+        grace_ns: u64,
+    ) -> Self {
+        Stopper {
+            interrupt,
+            guard,
+            shared,
+            grace_ns,
+            stopped_at_ns: None,
+        }
+    }
+
     fn check(&mut self, now_ns: u64) {
         match self.stopped_at_ns {
             None if self.interrupt.load(Ordering::Relaxed) => {
@@ -103,6 +118,15 @@ impl ApiGuard {
 pub(super) struct Beside<'a> {
     pub scraping: &'a mut super::server::Scraping,
     pub live: Option<&'a mut super::live::LiveServer>,
+}
+
+impl<'a> Beside<'a> {
+    pub fn new(
+        scraping: &'a mut super::server::Scraping,
+        live: Option<&'a mut super::live::LiveServer>,
+    ) -> Self {
+        Beside { scraping, live }
+    }
 }
 
 /// The collector thread's loop: every record into the collector (and to the observer), its

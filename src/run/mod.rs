@@ -190,13 +190,8 @@ pub fn run_with(
     let mut started = workers::start(plan, &eps, &catalog, clock, origin_unix_ns)?;
     let mut links = std::mem::take(&mut started.links);
     let mut tally = WorkloadTally::new(&catalog);
-    let stopper = collect::Stopper {
-        interrupt,
-        guard: collect::ApiGuard::new(plan.endpoint, server_urls(plan, &eps)),
-        shared: &started.shared,
-        grace_ns: plan.grace_ns,
-        stopped_at_ns: None,
-    };
+    let guard = collect::ApiGuard::new(plan.endpoint, server_urls(plan, &eps));
+    let stopper = collect::Stopper::new(interrupt, guard, &started.shared, plan.grace_ns);
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
     let refused = collect::collect(
         &mut collector,
@@ -205,10 +200,7 @@ pub fn run_with(
         &mut links,
         stopper,
         observer,
-        &mut collect::Beside {
-            scraping: &mut scraping,
-            live: live.as_mut(),
-        },
+        &mut collect::Beside::new(&mut scraping, live.as_mut()),
     );
     drop(pin);
     let clock_sync = clock_sync(plan, &started, (origin_unix_ns, offset_uncertainty_ns));
@@ -220,8 +212,7 @@ pub fn run_with(
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
     let mut warnings = warnings(plan, &catalog, &ends);
-    warnings.extend(refused.clone());
-    warnings.extend(clock_warnings(&clock_sync));
+    warnings.extend(refused.iter().cloned().chain(clock_warnings(&clock_sync)));
     warnings.extend(about::cap_warning(&served));
     let facts = RunFacts {
         shard: shard_info(plan, started.schedule.as_ref()),

@@ -80,7 +80,7 @@ fn a_real_prometheus_scrapes_the_live_page_and_stores_the_summarys_rate() {
     let (prometheus, url) = start_prometheus(&bin, &dir, &target);
     wait_for_up(&url, &dir);
     let out = dir.join("run");
-    let ran = output(ringbench([
+    let ran = output(&mut ringbench([
         "run",
         "--rate",
         "100",
