@@ -14,8 +14,11 @@ use std::fmt::Write;
 /// A family's Prometheus type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// Only goes up.
     Counter,
+    /// Any value.
     Gauge,
+    /// Cumulative buckets, sum and count.
     Histogram,
 }
 
@@ -231,16 +234,19 @@ impl Collector {
                     histogram(out, name, &hists.hists[at.unwrap_or(0)]);
                 }
                 LiveMetric::AchievedRate => {
-                    m.sent_span.rate_per_s(m.tally.sent).map(|r| one(out, r));
+                    if let Some(r) = m.sent_span.rate_per_s(m.tally.sent) {
+                        one(out, r);
+                    }
                 }
                 LiveMetric::ScheduleRate => {
-                    m.intended_span
-                        .rate_per_s(m.tally.sent)
-                        .map(|r| one(out, r));
+                    if let Some(r) = m.intended_span.rate_per_s(m.tally.sent) {
+                        one(out, r);
+                    }
                 }
                 LiveMetric::SchedLagP99 => {
-                    let p99 = m.dists.sched_lag.percentile_ns(99.0);
-                    p99.map(|ns| one(out, ns as f64 / 1e9));
+                    if let Some(ns) = m.dists.sched_lag.percentile_ns(99.0) {
+                        one(out, ns as f64 / 1e9);
+                    }
                 }
                 LiveMetric::WorkerCpu => {
                     for (i, (cpu, ns)) in facts.worker_cpu_ns.iter().enumerate() {

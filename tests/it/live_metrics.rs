@@ -82,7 +82,7 @@ fn a_real_prometheus_scrapes_the_live_page_and_stores_the_summarys_rate() {
     let out = dir.join("run");
     let ran = output(&mut ringbench([
         "run",
-        "--rate",
+        "--request-rate",
         "100",
         "--arrival",
         "constant",
