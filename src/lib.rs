@@ -118,6 +118,11 @@ pub mod __private {
     pub mod scrape {
         pub use crate::scrape::*;
     }
+    /// The `--metrics-listen` page's families and bucket bounds, for the tests that check
+    /// the docs and the Grafana dashboard against them.
+    pub mod exposition {
+        pub use crate::collector::exposition::{Kind, LiveMetric, BUCKET_BOUNDS_NS};
+    }
     pub use crate::collector::merge::shift_run;
     pub use crate::collector::Collector;
     pub use crate::record::jsonl::format_line;

@@ -9,7 +9,7 @@ use cli::study_args::{CompareArgs, SearchArgs, SweepArgs};
 use cli::term::{self, signals, Stdout};
 use cli::{CalibrateArgs, Command, MergeArgs, ReportArgs, RunArgs, SimArgs};
 use ringbench::output::{console, console_study};
-use ringbench::{Exit, RunError};
+use ringbench::Exit;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -74,7 +74,7 @@ fn run(args: &RunArgs) -> Done {
     let mut watch = term::Watch::new(plan.progress, args.progress_interval);
     let summary = match ringbench::run_with(&plan, &signals::INTERRUPTED, &mut watch) {
         Ok(s) => s,
-        Err(e @ (RunError::Plan(_) | RunError::Workload(_))) => return Err(usage(e)),
+        Err(e) if e.is_usage() => return Err(usage(e)),
         Err(e) => return Err(e.into()),
     };
     watch.finish();

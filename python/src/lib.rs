@@ -250,9 +250,7 @@ fn run(py: Python<'_>, argv: Vec<String>, progress: Option<Py<PyAny>>) -> PyResu
         return Err(e);
     }
     let summary = result.map_err(|e| match e {
-        ringbench::RunError::Plan(_) | ringbench::RunError::Workload(_) => {
-            UsageError::new_err(e.to_string())
-        }
+        e if e.is_usage() => UsageError::new_err(e.to_string()),
         e => PyRuntimeError::new_err(e.to_string()),
     })?;
     if let Some(e) =

@@ -126,6 +126,7 @@ pub fn manifest(args: &ManifestArgs, now_unix_ns: u64) -> Result<String, UsageEr
         None => ringbench::host::rfc3339((now_unix_ns + args.start_in).div_ceil(1_000_000_000)),
     };
     let seed = run_flags_seed(args)?;
+    let metrics_port = metrics_port(args)?;
     let out = format!("{RESULTS}/{}/shard-$({JOB_INDEX_VAR})", args.k8s_name);
     let mut pod_args: Vec<String> = ["run", "--shard", "auto", "--shards"]
         .map(String::from)
@@ -146,8 +147,8 @@ pub fn manifest(args: &ManifestArgs, now_unix_ns: u64) -> Result<String, UsageEr
     pod_args.truncate(pod_args.len() - args.run.len());
     // Kubernetes expands $(VAR) in args and reads $$ as $: doubled, a `$` reaches the run.
     pod_args.extend(args.run.iter().map(|a| a.replace('$', "$$")));
-    let mut text = job_comment(args, &start_at);
-    text.push_str(&yaml(&run_job(args, pod_args))?);
+    let mut text = job_comment(args, &start_at, metrics_port);
+    text.push_str(&yaml(&run_job(args, pod_args, metrics_port))?);
     if args.k8s_volume_claim.is_some() {
         text.push_str(&merge_comment(args));
         text.push_str(&yaml(&merge_job(args))?);
@@ -196,6 +197,38 @@ fn run_flags_seed(args: &ManifestArgs) -> Result<Option<u64>, UsageError> {
         super::Command::Run(run) => Ok((!given).then_some(run.seed)),
         _ => unreachable!("parsed as run"),
     }
+}
+
+/// `--metrics-listen` in the run flags: the port each pod exposes (a `containerPort` and the
+/// `prometheus.io/*` annotations). It must listen beyond the pod's loopback, on a port known
+/// in advance.
+fn metrics_port(args: &ManifestArgs) -> Result<Option<u16>, UsageError> {
+    let run = &args.run;
+    let value =
+        run.iter()
+            .enumerate()
+            .find_map(|(i, a)| match a.strip_prefix("--metrics-listen") {
+                Some("") => run.get(i + 1).cloned(),
+                Some(v) => v.strip_prefix('=').map(str::to_string),
+                None => None,
+            });
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        UsageError(format!(
+            "--metrics-listen {value} in the run flags: {why}; give 0.0.0.0:PORT (like \
+             0.0.0.0:9464) so Prometheus reaches every pod on a port the manifest can name"
+        ))
+    };
+    let addr: std::net::SocketAddr = value.parse().map_err(|_| bad("not an address"))?;
+    if addr.ip().is_loopback() {
+        return Err(bad("the pod's loopback is out of Prometheus's reach"));
+    }
+    if addr.port() == 0 {
+        return Err(bad("port 0 is picked at run time"));
+    }
+    Ok(Some(addr.port()))
 }
 
 fn first_line(s: &str) -> &str {
@@ -398,7 +431,8 @@ fn labels(args: &ManifestArgs) -> Value {
 
 /// The container: the image's entrypoint is `ringbench`, so `args` is the whole command.
 /// The key's Secret only in a shard (`run`), not in the merge.
-fn container(args: &ManifestArgs, pod_args: Vec<String>, run: bool) -> Value {
+fn container(args: &ManifestArgs, pod_args: Vec<String>, metrics: Option<u16>) -> Value {
+    let run = pod_args.first().is_some_and(|a| a == "run");
     let amount = map([
         ("cpu", s(args.k8s_cpus.to_string())),
         ("memory", s(args.k8s_memory.clone())),
@@ -408,6 +442,13 @@ fn container(args: &ManifestArgs, pod_args: Vec<String>, run: bool) -> Value {
     c.insert(s("image"), s(image(args)));
     c.insert(s("imagePullPolicy"), s("IfNotPresent"));
     c.insert(s("args"), seq(pod_args.into_iter().map(s)));
+    if let Some(port) = metrics {
+        let port = map([
+            ("name", s("metrics")),
+            ("containerPort", n(u64::from(port))),
+        ]);
+        c.insert(s("ports"), seq([port]));
+    }
     if let Some(secret) = args.k8s_api_key_secret.as_ref().filter(|_| run) {
         let from = map([("name", s(secret.clone())), ("key", s("OPENAI_API_KEY"))]);
         let env = map([
@@ -435,7 +476,8 @@ fn container(args: &ManifestArgs, pod_args: Vec<String>, run: bool) -> Value {
 /// The pod: never restarted (a shard run again could not rejoin the common start), as the
 /// image's non-root user, the results volume; a shard's (`run`) spread over nodes where it
 /// can be.
-fn pod_spec(args: &ManifestArgs, pod_args: Vec<String>, run: bool) -> Value {
+fn pod_spec(args: &ManifestArgs, pod_args: Vec<String>, metrics: Option<u16>) -> Value {
+    let run = pod_args.first().is_some_and(|a| a == "run");
     let volume = match &args.k8s_volume_claim {
         Some(claim) => map([
             ("name", s("results")),
@@ -471,12 +513,33 @@ fn pod_spec(args: &ManifestArgs, pod_args: Vec<String>, run: bool) -> Value {
             ("fsGroup", n(RUN_AS)),
         ]),
     );
-    p.insert(s("containers"), seq([container(args, pod_args, run)]));
+    p.insert(s("containers"), seq([container(args, pod_args, metrics)]));
     p.insert(s("volumes"), seq([volume]));
     Value::Mapping(p)
 }
 
-fn run_job(args: &ManifestArgs, pod_args: Vec<String>) -> Value {
+/// A shard's pod template: labels and, with `--metrics-listen`, the annotations a
+/// Prometheus that discovers pods (`prometheus.io/scrape`) reads.
+fn run_template(args: &ManifestArgs, pod_args: Vec<String>, metrics: Option<u16>) -> Value {
+    let mut meta = Mapping::new();
+    meta.insert(s("labels"), labels(args));
+    if let Some(port) = metrics {
+        meta.insert(
+            s("annotations"),
+            map([
+                ("prometheus.io/scrape", s("true")),
+                ("prometheus.io/port", s(port.to_string())),
+                ("prometheus.io/path", s("/metrics")),
+            ]),
+        );
+    }
+    map([
+        ("metadata", Value::Mapping(meta)),
+        ("spec", pod_spec(args, pod_args, metrics)),
+    ])
+}
+
+fn run_job(args: &ManifestArgs, pod_args: Vec<String>, metrics: Option<u16>) -> Value {
     let n_shards = u64::from(args.shards);
     map([
         ("apiVersion", s("batch/v1")),
@@ -489,13 +552,7 @@ fn run_job(args: &ManifestArgs, pod_args: Vec<String>) -> Value {
                 ("completions", n(n_shards)),
                 ("parallelism", n(n_shards)),
                 ("backoffLimitPerIndex", n(0)),
-                (
-                    "template",
-                    map([
-                        ("metadata", map([("labels", labels(args))])),
-                        ("spec", pod_spec(args, pod_args, true)),
-                    ]),
-                ),
+                ("template", run_template(args, pod_args, metrics)),
             ]),
         ),
     ])
@@ -526,7 +583,7 @@ fn merge_job(args: &ManifestArgs) -> Value {
                     "template",
                     map([
                         ("metadata", map([("labels", labels(args))])),
-                        ("spec", pod_spec(args, merge_args, false)),
+                        ("spec", pod_spec(args, merge_args, None)),
                     ]),
                 ),
             ]),
@@ -534,8 +591,15 @@ fn merge_job(args: &ManifestArgs) -> Value {
     ])
 }
 
-fn job_comment(args: &ManifestArgs, start_at: &str) -> String {
+fn job_comment(args: &ManifestArgs, start_at: &str, metrics: Option<u16>) -> String {
     let (name, n_shards) = (&args.k8s_name, args.shards);
+    let metrics = metrics.map_or(String::new(), |port| {
+        format!(
+            "#   ports, annotations: --metrics-listen's live figures at :{port}/metrics in every\n\
+             #     pod, for a Prometheus that discovers pods (prometheus.io/scrape); the\n\
+             #     dashboard deploy/grafana/ringbench.json shows them beside the server's.\n"
+        )
+    });
     let volume = match &args.k8s_volume_claim {
         Some(claim) => format!(
             "#   volumes: the PersistentVolumeClaim {claim} at {RESULTS} in every pod; shard I writes\n\
@@ -570,6 +634,7 @@ fn job_comment(args: &ManifestArgs, start_at: &str) -> String {
          #   args: the run flags follow the manifest's own, unchanged but for `$`, written `$$`\n\
          #     (Kubernetes expands $(VAR) in args and reads $$ as $).\n\
          {volume}\
+         {metrics}\
          #   io_uring: container runtimes' default seccomp profiles often refuse it; ringbench then\n\
          #     runs on epoll (--io-driver auto) and summary.json says so (overhead.io_driver).\n\
          #\n\
@@ -706,6 +771,12 @@ mod tests {
             manifest(&T::try_parse_from(argv).unwrap().m, 0).map_err(|e| e.0)
         };
         assert!(try_(&["--url", "http://h:1"]).is_ok());
+        let exposed = try_(&["--metrics-listen=0.0.0.0:9464"]).unwrap();
+        assert!(exposed.contains("containerPort: 9464"), "{exposed}");
+        assert!(
+            exposed.contains("prometheus.io/port: \"9464\""),
+            "{exposed}"
+        );
         for (extra, flag) in [
             (&["--k8s-name", "Bench_1"][..], "--k8s-name"),
             (&["--k8s-name", "-x"], "--k8s-name"),
@@ -727,6 +798,9 @@ mod tests {
                 "--artifact-dir",
             ),
             (&["--request-rate", "fast"], "--request-rate"),
+            (&["--metrics-listen", "127.0.0.1:9464"], "--metrics-listen"),
+            (&["--metrics-listen=0.0.0.0:0"], "--metrics-listen"),
+            (&["--metrics-listen", "[::1]:9464"], "--metrics-listen"),
         ] {
             let e = try_(extra).unwrap_err();
             assert!(e.contains(flag), "{extra:?}: {e}");

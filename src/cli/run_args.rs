@@ -275,6 +275,13 @@ pub struct RunArgs {
     /// read either.
     #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = RecordsFormat::parse, help_heading = h::OUTPUT)]
     pub records: RecordsFormat,
+    /// Serve live figures as Prometheus text on ADDR/metrics
+    ///
+    /// HOST:PORT, like 127.0.0.1:9464 (port 0: any free one, said on stdout). Requests by
+    /// outcome, in flight, TTFT/ITL/E2E histograms, rates, scheduling lag, worker CPU, from
+    /// the collector a few times a second; served until the run returns. docs/guide.md.
+    #[arg(long, value_name = "ADDR", help_heading = h::OUTPUT)]
+    pub metrics_listen: Option<String>,
     /// Exports --out writes: vllm, aiperf, csv, all or none [default: all]
     #[arg(long, value_delimiter = ',', value_name = "LIST", help_heading = h::OUTPUT)]
     pub export: Option<Vec<String>>,
@@ -702,6 +709,7 @@ impl RunArgs {
             pacer_spin_ns: self.pacer_spin_us.0,
             max_failed_percent: self.max_failed,
             server_metrics: self.server_metrics_spec(),
+            metrics_listen: self.metrics_listen.clone(),
             request_id: !self.no_request_id,
             run_id: self.run_id.clone(),
             vllm_result,

@@ -25,7 +25,13 @@ impl Collector {
     /// builds the summary. (`plan` is the one the collector was made from; its settings were
     /// taken then.)
     pub fn finish(mut self, mut facts: RunFacts) -> io::Result<Summary> {
-        close_log(self.log.take(), self.log_error.take(), &mut facts.warnings);
+        let name = super::log::file_name(self.settings.plan.records);
+        close_log(
+            self.log.take(),
+            self.log_error.take(),
+            name,
+            &mut facts.warnings,
+        );
         self.close_interval_logs(&mut facts.warnings);
         let host = Host::detect();
         if let Some(dir) = &self.out_dir {
@@ -206,7 +212,12 @@ fn verdict(c: &Counts, o: &Overhead, interrupted: bool, max_failed: Option<f64>)
 }
 
 /// A log that could not be written costs the log, not the summary: say so loudly.
-fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut Vec<String>) {
+fn close_log(
+    log: Option<RequestLog>,
+    error: Option<io::Error>,
+    name: &str,
+    warnings: &mut Vec<String>,
+) {
     let closed = match (log, error) {
         (_, Some(e)) => Err(e),
         (Some(log), None) => log.close(),
@@ -215,8 +226,8 @@ fn close_log(log: Option<RequestLog>, error: Option<io::Error>, warnings: &mut V
     if let Err(e) = closed {
         warnings.push(format!(
             "{} is incomplete: writing it failed ({e}); what was written is left under its \
-             temporary name (.{0}.tmp.PID); the summary's figures are unaffected",
-            crate::record::jsonl::FILE_NAME
+             temporary name (.{name}.tmp.PID); the summary's figures are unaffected",
+            name
         ));
     }
 }
@@ -242,7 +253,7 @@ fn close_hlogs(
     if let Err(e) = closed {
         warnings.push(format!(
             "the .hlog interval logs are incomplete: writing them failed ({e}); \
-             requests.jsonl and the summary are unaffected"
+             the request log and the summary are unaffected"
         ));
     }
 }

@@ -32,6 +32,14 @@ enum Sink {
     Parquet(Box<ParquetLog>),
 }
 
+/// The log's file name in `format`: what a warning about it names.
+pub fn file_name(format: RecordsFormat) -> &'static str {
+    match format {
+        RecordsFormat::Jsonl => FILE_NAME,
+        RecordsFormat::Parquet => super::parquet::FILE_NAME,
+    }
+}
+
 impl RequestLog {
     /// Creates `dir` if needed and the log under its temporary name there.
     pub fn create(dir: &Path) -> io::Result<Self> {

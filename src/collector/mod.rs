@@ -21,6 +21,9 @@ pub mod definitions;
 mod dist;
 mod endpoints;
 mod errors;
+pub mod exposition;
+#[cfg(test)]
+mod exposition_tests;
 mod finish;
 pub mod hlog;
 mod isl;
@@ -268,6 +271,8 @@ pub struct Collector {
     m: Measured,
     /// `--stages`: each stage's own tally.
     stages: Option<stages::StageTally>,
+    /// `--metrics-listen`: the live page's histograms (`None` without a listener).
+    live_hists: Option<exposition::LiveHists>,
 }
 
 impl Collector {
@@ -288,6 +293,7 @@ impl Collector {
             .transpose()
             .map_err(io::Error::other)?;
         c.out_dir = out_dir.map(Path::to_path_buf);
+        c.live_hists = plan.metrics_listen.as_ref().map(|_| Default::default());
         Ok(c)
     }
 
@@ -317,6 +323,7 @@ impl Collector {
                 ..Measured::default()
             },
             stages: stages::StageTally::new(&plan.stages, plan.this_shard()),
+            live_hists: None,
             settings,
         }
     }
@@ -369,6 +376,9 @@ impl Collector {
         let asked_osl = plan.fixed_output_tokens();
         self.m
             .add(rec, self.settings.stream, &plan.goodput, asked_osl);
+        if let Some(h) = self.live_hists.as_mut() {
+            h.add(rec, self.settings.stream);
+        }
         if let Some(Err(e)) = self.hlog.as_mut().map(|h| h.add(rec)) {
             self.hlog_error = Some(e);
             self.hlog = None;
@@ -628,6 +638,25 @@ mod tests {
         assert!(stamps_in_order(&r));
         r.done_ns = Some(50);
         assert!(!stamps_in_order(&r));
+    }
+
+    #[test]
+    fn a_log_that_failed_is_named_in_its_own_format() {
+        for format in crate::plan::RecordsFormat::ALL {
+            let mut plan = Plan::defaults();
+            plan.records = format;
+            let mut c = Collector::new(&plan, None).unwrap();
+            c.log_error = Some(io::Error::other("disk full"));
+            let s = c.finish(RunFacts::default()).unwrap();
+            let name = log::file_name(format);
+            let said = s.warnings.iter().find(|w| w.contains("is incomplete"));
+            assert!(
+                said.is_some_and(|w| w.starts_with(&format!("{name} is incomplete"))
+                    && w.contains(&format!("(.{name}.tmp.PID)"))),
+                "{:?}",
+                s.warnings
+            );
+        }
     }
 
     #[test]

@@ -497,6 +497,10 @@ pub struct Plan {
     /// The server's own `/metrics`, scraped beside the run (`--server-metrics`).
     #[serde(default)]
     pub server_metrics: ServerMetricsSpec,
+    /// Serve the run's own live figures as Prometheus text at `GET /metrics` on this address
+    /// (`--metrics-listen`, `HOST:PORT`; port 0 picks one): `None`, no listener.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
     /// Send `x-request-id: <run id>-<request id>` with every request, so records join with
     /// the server's logs (off: `--no-request-id`; a `--header` of that name wins over it).
     pub request_id: bool,
@@ -765,6 +769,7 @@ impl Plan {
             pacer_spin_ns: None,
             max_failed_percent: None,
             server_metrics: ServerMetricsSpec::default(),
+            metrics_listen: None,
             request_id: true,
             run_id: None,
             vllm_result: None,

@@ -53,7 +53,7 @@ impl Shard {
 /// The settings that may differ between the shards of one run without changing what the
 /// run is: where it runs and writes, which shard it is, its ids and nonce, how it paces.
 /// Everything else in `config` must be equal for shards to merge.
-const PER_SHARD_KEYS: [&str; 11] = [
+const PER_SHARD_KEYS: [&str; 12] = [
     "shard",
     "out_dir",
     "cpus",
@@ -65,6 +65,7 @@ const PER_SHARD_KEYS: [&str; 11] = [
     "allow_concurrent",
     "rx_timestamps",
     "vllm_result",
+    "metrics_listen",
 ];
 
 /// A hash of what defines a run (the serialized plan, `summary.json`'s `config`, without

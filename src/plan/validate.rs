@@ -108,6 +108,7 @@ impl Plan {
         self.check_figures()?;
         self.check_run_id()?;
         self.check_server_metrics()?;
+        self.check_metrics_listen()?;
         self.check_vllm_result()?;
         self.check_shard()?;
         self.check_sessions()?;
@@ -395,6 +396,18 @@ impl Plan {
                  queries it narrows)",
             ),
             (None, None) => Ok(()),
+        }
+    }
+
+    /// `--metrics-listen`: an address with a port, as `std::net` binds it (a name is not
+    /// resolved here: the listener binds what the line says).
+    fn check_metrics_listen(&self) -> Result<(), PlanError> {
+        match &self.metrics_listen {
+            Some(a) if a.parse::<std::net::SocketAddr>().is_err() => bad(format!(
+                "--metrics-listen '{a}': give an address and port to listen on, like \
+                 127.0.0.1:9464 or 0.0.0.0:9464 (port 0: any free port)"
+            )),
+            _ => Ok(()),
         }
     }
 

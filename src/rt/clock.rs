@@ -15,6 +15,27 @@ pub fn thread_cpu_ns() -> u64 {
     read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// CPU time consumed so far by another thread of this process, ns; `None` once it has
+/// exited (glibc answers `ESRCH` for a thread whose kernel id is gone) or when the clock
+/// cannot be read. Not for the hot path: the `--metrics-listen` page reads the workers'.
+pub fn other_thread_cpu_ns(thread: libc::pthread_t) -> Option<u64> {
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: `thread` is a handle of a thread not yet joined (the caller holds its
+    // `JoinHandle`); `id` is a valid, writable clockid_t.
+    if unsafe { libc::pthread_getcpuclockid(thread, &mut id) } != 0 {
+        return None;
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; a clock that is gone answers an error.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return None;
+    }
+    Some((ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// `CLOCK_REALTIME` (the wall clock, as NTP or PTP steer it), Unix nanoseconds: the clock of
 /// the kernel's socket timestamps too.
 pub fn realtime_ns() -> u64 {

@@ -26,7 +26,22 @@ pub(super) struct Stopper<'a> {
     pub stopped_at_ns: Option<u64>,
 }
 
-impl Stopper<'_> {
+impl<'a> Stopper<'a> {
+    pub fn new(
+        interrupt: &'a AtomicBool,
+        guard: ApiGuard,
+        shared: &'a Shared,
+        grace_ns: u64,
+    ) -> Self {
+        Stopper {
+            interrupt,
+            guard,
+            shared,
+            grace_ns,
+            stopped_at_ns: None,
+        }
+    }
+
     fn check(&mut self, now_ns: u64) {
         match self.stopped_at_ns {
             None if self.interrupt.load(Ordering::Relaxed) => {
@@ -98,6 +113,22 @@ impl ApiGuard {
     }
 }
 
+/// What the collector thread tends beside the records: the server's scrapes and, with
+/// `--metrics-listen`, the live page.
+pub(super) struct Beside<'a> {
+    pub scraping: &'a mut super::server::Scraping,
+    pub live: Option<&'a mut super::live::LiveServer>,
+}
+
+impl<'a> Beside<'a> {
+    pub fn new(
+        scraping: &'a mut super::server::Scraping,
+        live: Option<&'a mut super::live::LiveServer>,
+    ) -> Self {
+        Beside { scraping, live }
+    }
+}
+
 /// The collector thread's loop: every record into the collector (and to the observer), its
 /// buffers back to its worker, the interrupt (and `guard`) watched, and about once a second
 /// a progress call and a flush of the request log. Returns once every worker has hung up,
@@ -109,7 +140,7 @@ pub(super) fn collect(
     links: &mut [CollectorLink],
     mut stopper: Stopper<'_>,
     observer: &mut impl Observer,
-    scraping: &mut super::server::Scraping,
+    beside: &mut Beside<'_>,
 ) -> Option<String> {
     collector.set_schedule_start(run.start_ns);
     let mut next_tick_ns = run.start_ns + 1_000_000_000;
@@ -127,8 +158,11 @@ pub(super) fn collect(
             run.shared.stop.store(true, Ordering::Relaxed);
             run.shared.cancel.store(true, Ordering::Relaxed);
         }
-        scraping.tick(&run.shared, &run.clock, run.start_ns);
+        beside.scraping.tick(&run.shared, &run.clock, run.start_ns);
         let now = run.clock.now_ns();
+        if let Some(live) = beside.live.as_mut() {
+            live.tick(collector, run, now);
+        }
         if now >= next_tick_ns {
             next_tick_ns = now + 1_000_000_000;
             collector.flush_log();

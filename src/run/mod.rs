@@ -6,6 +6,7 @@
 mod about;
 mod collect;
 mod endpoint;
+mod live;
 pub mod lock;
 mod server;
 #[cfg(test)]
@@ -66,6 +67,17 @@ pub enum RunError {
     /// `--io-driver uring` on a kernel that refuses io_uring.
     #[error("--io-driver uring: the kernel refuses io_uring here (use --io-driver epoll or auto)")]
     UringRefused,
+    /// `--metrics-listen`: the address could not be bound (bad usage, exit code 2).
+    #[error(
+        "--metrics-listen {addr}: cannot listen there: {source} (give a free port, or port 0 \
+         for any)"
+    )]
+    MetricsListen {
+        /// The address, as given.
+        addr: String,
+        /// Why it could not be bound.
+        source: std::io::Error,
+    },
     /// A result file could not be written.
     #[error("results: {0}")]
     Output(#[from] crate::output::WriteError),
@@ -90,6 +102,16 @@ pub enum RunError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl RunError {
+    /// A bad flag or input, found before any request was sent: exit code 2.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            RunError::Plan(_) | RunError::Workload(_) | RunError::MetricsListen { .. }
+        )
+    }
 }
 
 fn io_err(context: &'static str) -> impl FnOnce(std::io::Error) -> RunError {
@@ -163,17 +185,13 @@ pub fn run_with(
     let (origin_unix_ns, offset_uncertainty_ns) = crate::rt::clock::wall_origin(&clock);
     let mut scraping = server::Scraping::start(plan, &eps, &clock);
     scraping.notes.iter().for_each(|n| observer.on_note(n));
+    let mut live = start_live(plan, &eps, &served.model, observer)?;
     let net_before = NetCounters::read();
     let mut started = workers::start(plan, &eps, &catalog, clock, origin_unix_ns)?;
     let mut links = std::mem::take(&mut started.links);
     let mut tally = WorkloadTally::new(&catalog);
-    let stopper = collect::Stopper {
-        interrupt,
-        guard: collect::ApiGuard::new(plan.endpoint, server_urls(plan, &eps)),
-        shared: &started.shared,
-        grace_ns: plan.grace_ns,
-        stopped_at_ns: None,
-    };
+    let guard = collect::ApiGuard::new(plan.endpoint, server_urls(plan, &eps));
+    let stopper = collect::Stopper::new(interrupt, guard, &started.shared, plan.grace_ns);
     let pin = crate::rt::cpu::CollectorPin::away_from(&plan.cpus);
     let refused = collect::collect(
         &mut collector,
@@ -182,17 +200,19 @@ pub fn run_with(
         &mut links,
         stopper,
         observer,
-        &mut scraping,
+        &mut collect::Beside::new(&mut scraping, live.as_mut()),
     );
     drop(pin);
     let clock_sync = clock_sync(plan, &started, (origin_unix_ns, offset_uncertainty_ns));
     let ends = workers::join(started.handles)?;
+    if let Some(l) = live.as_mut() {
+        l.finish(&collector, started.shared.total_sent(), &ends);
+    }
     let scrapes = scraping.finish();
     let mut workload = prepared.stats;
     tally.apply(&mut workload);
     let mut warnings = warnings(plan, &catalog, &ends);
-    warnings.extend(refused.clone());
-    warnings.extend(clock_warnings(&clock_sync));
+    warnings.extend(refused.iter().cloned().chain(clock_warnings(&clock_sync)));
     warnings.extend(about::cap_warning(&served));
     let facts = RunFacts {
         shard: shard_info(plan, started.schedule.as_ref()),
@@ -214,6 +234,41 @@ pub fn run_with(
         kernel_net: Some(net_before.delta(&NetCounters::read(), &plan.cpus)),
     };
     finish(plan, collector, facts, scrapes)
+}
+
+/// `--metrics-listen`: the listener bound and serving before anything is sent, its address
+/// told to the observer; `None` without the flag.
+fn start_live(
+    plan: &Plan,
+    eps: &endpoint::Endpoints,
+    model: &str,
+    observer: &mut impl Observer,
+) -> Result<Option<live::LiveServer>, RunError> {
+    let Some(addr) = &plan.metrics_listen else {
+        return Ok(None);
+    };
+    let facts = crate::collector::exposition::LiveFacts {
+        worker_cpu_ns: plan.cpus.iter().map(|&c| (c, 0)).collect(),
+        model: model.to_string(),
+        url: eps
+            .list
+            .iter()
+            .map(|e| e.base_url.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        run_id: plan.run_id.clone().unwrap_or_default(),
+        total_sent: 0,
+    };
+    let server =
+        live::LiveServer::start(addr, facts).map_err(|source| RunError::MetricsListen {
+            addr: addr.clone(),
+            source,
+        })?;
+    observer.on_note(&format!(
+        "metrics listening on http://{}/metrics (--metrics-listen; served until the run ends)",
+        server.addr
+    ));
+    Ok(Some(server))
 }
 
 /// The servers' URLs, for the lines that name one; none for the run's own simulator.

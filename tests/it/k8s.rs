@@ -37,7 +37,7 @@ const RUN_FLAGS: [&str; 14] = [
 ];
 
 /// The command `deploy/ringbench-job.yaml` is the output of (deploy/README.md shows it).
-const DEPLOY_ARGS: [&str; 26] = [
+const DEPLOY_ARGS: [&str; 28] = [
     "k8s",
     "manifest",
     "--shards",
@@ -64,6 +64,8 @@ const DEPLOY_ARGS: [&str; 26] = [
     "7",
     "--goodput",
     "ttft:500",
+    "--metrics-listen",
+    "0.0.0.0:9464",
 ];
 
 fn manifest(args: &[&str]) -> String {

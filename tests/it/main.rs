@@ -31,6 +31,7 @@ mod hf_datasets;
 mod interrupt;
 mod k8s;
 mod layout;
+mod live_metrics;
 mod media;
 mod multimodal;
 mod network;

@@ -7,7 +7,8 @@
 //! the binary the test says `SKIPPED` (it fails instead with `RINGBENCH_REQUIRE_PROMETHEUS=1`,
 //! as CI sets where it installed it). Prometheus is killed when the test ends, a panic
 //! included. A Prometheus that cannot be reached is tested without the binary. Each test
-//! holds the one lock: it runs a load.
+//! holds the one lock: it runs a load. `live_metrics` starts the same Prometheus with these
+//! helpers, scraping the client's own page instead.
 
 use crate::support::common::{
     cpu_pair, lock, made_dir, read_json, run_summary, sim_plan, KillOnDrop,
@@ -23,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Prometheus's scrape interval in the test, ms.
-const SCRAPE_MS: u64 = 100;
+pub(crate) const SCRAPE_MS: u64 = 100;
 /// The range queries' step (`--server-metrics-interval`), ns.
 const STEP_NS: u64 = 250_000_000;
 
@@ -39,7 +40,7 @@ fn prometheus_binary() -> Option<PathBuf> {
 
 /// The binary, or `None` after a visible skip line; with `RINGBENCH_REQUIRE_PROMETHEUS=1` a
 /// missing binary fails the test instead.
-fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
+pub(crate) fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
     let found = prometheus_binary();
     if found.is_none() {
         if std::env::var_os("RINGBENCH_REQUIRE_PROMETHEUS").is_some_and(|v| v == "1") {
@@ -56,11 +57,11 @@ fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
 
 /// Kills `child` now (it is also waited for when dropped); whether it had exited by itself
 /// before.
-fn stop(mut child: KillOnDrop) -> bool {
+pub(crate) fn stop(mut child: KillOnDrop) -> bool {
     matches!(child.0.try_wait(), Ok(Some(_)))
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -69,7 +70,7 @@ fn free_port() -> u16 {
 }
 
 /// Prometheus scraping `target` every 100 ms, with its config, store and log in `dir`.
-fn start_prometheus(bin: &Path, dir: &Path, target: &str) -> (KillOnDrop, String) {
+pub(crate) fn start_prometheus(bin: &Path, dir: &Path, target: &str) -> (KillOnDrop, String) {
     let config = format!(
         "global:\n  scrape_interval: {SCRAPE_MS}ms\n  scrape_timeout: {SCRAPE_MS}ms\n\
          scrape_configs:\n  - job_name: ringbench-sim\n    static_configs:\n      \
@@ -97,7 +98,7 @@ fn start_prometheus(bin: &Path, dir: &Path, target: &str) -> (KillOnDrop, String
 }
 
 /// `GET path` of the Prometheus at `url`, as JSON (`None` until it answers).
-fn api(url: &str, path: &str) -> Option<Value> {
+pub(crate) fn api(url: &str, path: &str) -> Option<Value> {
     let mut f = Fetcher::new(MetricsUrl::parse(url).unwrap(), &GetOptions::default()).ok()?;
     let (_, body) = f.get_any(path, Duration::from_secs(2)).ok()?;
     serde_json::from_str(body).ok()

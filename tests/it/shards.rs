@@ -5,7 +5,8 @@
 //! a missing or duplicated shard refused by name (or merged marked incomplete); a shard whose
 //! stamps are moved by a known offset re-aligned exactly; the merged `requests.jsonl` in time
 //! order, its `.hlog` files and one shard's scrapes; the flags' errors; and pacing per shard
-//! at 5,000 req/s over three shards within the single-host lag bound.
+//! at 5,000 req/s over three shards within the single-host lag bound. Shards whose records
+//! are Parquet merge to the same run.
 
 use crate::outputs::{base_time, intervals, schema_errors};
 use crate::support::common::{
@@ -254,6 +255,79 @@ fn merged_percentiles_are_recomputed_from_the_concatenated_records() {
     let (min, max) = (ttft_ns.iter().min().unwrap(), ttft_ns.iter().max().unwrap());
     assert!((f(&m, "latency_ms.ttft.min") - *min as f64 / 1e6).abs() < 1e-3);
     assert!((f(&m, "latency_ms.ttft.max") - *max as f64 / 1e6).abs() < 1e-3);
+}
+
+/// The merge of shards whose records are Parquet (`--records parquet`): two shards of the
+/// fixture's flags, merged, are the single JSONL run's arrivals and counts exactly, and the
+/// same figures as a merge of the fixture's JSONL shards.
+#[test]
+fn parquet_shards_merge_as_jsonl_ones_do() {
+    let fx = fixture();
+    let _g = lock();
+    let (sim, addr) = spawn_sim();
+    let _sim = KillOnDrop(sim);
+    let (url, cpu) = (format!("http://{addr}"), cpu_pair().0.to_string());
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let start_at = (now_ns + 3_000_000_000).to_string();
+    let shards: Vec<PathBuf> = (0..2).map(|i| out_dir(&format!("pq-shard{i}"))).collect();
+    let children: Vec<_> = (shards.iter().enumerate())
+        .map(|(i, dir)| {
+            let mut args: Vec<String> =
+                ["run"].into_iter().chain(FLAGS).map(String::from).collect();
+            let shard = format!("{i}/2");
+            args.extend(
+                [
+                    "--url",
+                    &url,
+                    "--cpus",
+                    &cpu,
+                    "--quiet",
+                    "--allow-concurrent",
+                    "--allow-invalid",
+                    "--no-server-metrics",
+                    "--records",
+                    "parquet",
+                    "--shard",
+                    &shard,
+                    "--start-at",
+                    &start_at,
+                    "--out",
+                ]
+                .map(String::from),
+            );
+            args.push(dir.display().to_string());
+            (ringbench(&args).env_remove("JOB_COMPLETION_INDEX"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("a shard starts")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "a shard failed: {err}");
+    }
+    for dir in &shards {
+        assert!(dir.join("requests.parquet").is_file() && !dir.join("requests.jsonl").exists());
+    }
+    let merged = out_dir("pq-merged");
+    let ran = merge(&[&shards[0], &shards[1]], &merged, &[]);
+    let code = ran.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 4, "merge: {}", ran.stderr);
+    assert_eq!(arrivals(&merged), arrivals(&fx.single));
+    let (m, jsonl) = (summary(&merged), summary(&fx.merged));
+    assert_eq!(m["merge"]["complete"], true);
+    assert_eq!(u(&m, "merge.shards"), 2);
+    for key in ["scheduled", "warmup", "sent", "ok", "not_sent"] {
+        let key = format!("counts.{key}");
+        assert_eq!(u(&m, &key), u(&summary(&fx.single), &key), "{key}");
+        assert_eq!(u(&m, &key), u(&jsonl, &key), "{key}");
+    }
+    assert_eq!(schema_errors(&m), Vec::<String>::new());
 }
 
 fn copy_dir(from: &Path, to: &Path) {
