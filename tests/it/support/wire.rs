@@ -27,11 +27,19 @@ impl ResponseSink for Trace {
 }
 
 /// Feed `reads` in order to one parser (reused: reset first), then eof if not yet done.
+/// Reads after the response is done are fed too, as a connection would read them: stray
+/// bytes after the end forbid the connection's reuse whichever read carried them (a 204
+/// followed by a body ends with `keep_alive: false` cut anywhere, not only in one read).
 pub fn parse(p: &mut ResponseParser, reads: &mut dyn Iterator<Item = &[u8]>) -> Trace {
     p.reset();
     let mut t = Trace::default();
-    for read in reads {
+    while let Some(read) = reads.next() {
         let r = p.feed(read, &mut t);
+        if let Ok(Progress::Done { .. }) = r {
+            let last = reads.fold(r, |_, more| p.feed(more, &mut t));
+            t.end = Some(last);
+            return t;
+        }
         if !matches!(r, Ok(Progress::NeedMore)) {
             t.end = Some(r);
             return t;
