@@ -97,14 +97,29 @@ live_metrics! {
         "The same over the sent requests' intended times: summary achieved.schedule_rate.";
     SchedLagP99 "ringbench_schedule_lag_p99_seconds" Gauge
         "Scheduling lag (send stamp minus intended time) p99 over the measured sends.";
+    SchedLag "ringbench_schedule_lag_seconds" Histogram
+        "Scheduling lag of every measured send: its p99 over a recent window by histogram_quantile.";
     WorkerCpu "ringbench_worker_cpu_seconds_total" Counter
         "CPU time of each worker thread (labels worker, cpu), from the kernel's thread clock.";
 }
 
 /// The histograms' upper bounds, ns: vLLM's TTFT buckets (so a panel can set client and
-/// server side by side) with finer ones below 1 ms for inter-token gaps. `+Inf` is implied.
-pub const BUCKET_BOUNDS_NS: [u64; 26] = [
+/// server side by side) with finer ones below 1 ms for inter-token gaps and scheduling lag
+/// (10 µs steps to 100 µs: the lag's p99 on a quiet machine is tens of µs, and
+/// `histogram_quantile` interpolates within a bucket). `+Inf` is implied.
+pub const BUCKET_BOUNDS_NS: [u64; 37] = [
+    10_000,
+    20_000,
+    30_000,
+    40_000,
+    50_000,
+    60_000,
+    70_000,
+    80_000,
+    90_000,
     100_000,
+    150_000,
+    200_000,
     250_000,
     500_000,
     1_000_000,
@@ -160,10 +175,12 @@ impl Buckets {
 }
 
 /// TTFT, ITL and E2E as Prometheus histograms, over the measured successful requests, taken
-/// by the summary's own definitions (`collector::sample`) and streaming rule.
+/// by the summary's own definitions (`collector::sample`) and streaming rule; and the
+/// scheduling lag of every measured send, whatever its outcome (as `overhead.sched_lag_ms`).
 #[derive(Clone, Debug, Default)]
 pub(super) struct LiveHists {
     hists: [Buckets; 3],
+    sched_lag: Buckets,
 }
 
 /// The histogram families, in `LiveHists::hists`' order, with the metric each one takes.
@@ -176,6 +193,9 @@ const HISTOGRAMS: [(LiveMetric, Metric); 3] = [
 impl LiveHists {
     /// One measured record: a successful one adds its values.
     pub(super) fn add(&mut self, rec: &Record, stream: bool) {
+        if let Some(lag) = rec.sched_lag_ns() {
+            self.sched_lag.add(lag);
+        }
         if rec.outcome != Outcome::Ok {
             return;
         }
@@ -248,6 +268,7 @@ impl Collector {
                         one(out, ns as f64 / 1e9);
                     }
                 }
+                LiveMetric::SchedLag => histogram(out, name, &hists.sched_lag),
                 LiveMetric::WorkerCpu => {
                     for (i, (cpu, ns)) in facts.worker_cpu_ns.iter().enumerate() {
                         let s = *ns as f64 / 1e9;

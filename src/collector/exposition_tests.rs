@@ -227,6 +227,13 @@ fn the_page_parses_back_and_agrees_with_the_summary() {
     assert_eq!(Some(sched), s.achieved.schedule_rate);
     let lag = value(&samples, "ringbench_schedule_lag_p99_seconds");
     assert_eq!(lag * 1e3, s.overhead.sched_lag_ms.p99.unwrap());
+    // The lag histogram holds every measured send's lag, whatever its outcome.
+    let lag_count = value(&samples, "ringbench_schedule_lag_seconds_count");
+    assert_eq!(lag_count, s.overhead.sched_lag_ms.count as f64);
+    assert_eq!(lag_count, 13.0, "10 successes and 3 failures were sent");
+    // Lags of 1 µs (the successes) and 0 (the failures): all in the first, 10 µs, bucket.
+    let b = buckets(&samples, "ringbench_schedule_lag_seconds");
+    assert_eq!(b[0], ("0.00001".to_string(), 13.0));
 }
 
 #[test]
