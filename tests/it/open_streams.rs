@@ -35,7 +35,10 @@ fn an_open_stream_costs_the_client_at_most_16_kib() {
     let (sim, addr) = spawn_sim_with(&["--ttft-ms", "20000"]);
     let _sim = KillOnDrop(sim);
     let (client_cpu, _) = cpu_pair();
-    let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    let now_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     let settle = Duration::from_millis(1500);
     let start_at = (now_ns + settle.as_nanos()).to_string();
     let launched = Instant::now();
