@@ -28,6 +28,8 @@ use crate::http::chunked::{ChunkError, ChunkedDecoder};
 use crate::http::head::{framing_of, parse_head_bytes, value_at, Framing, Head, HeadError};
 use crate::record::Outcome;
 use crate::sse::{SseOversized, SseSplitter};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// Bounds on what one response may make the parser hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +188,10 @@ pub struct ResponseParser {
     sse: SseSplitter,
     /// A non-streamed body, gathered whole (≤ `max_body_bytes`).
     json: Vec<u8>,
-    extractor: Extractor,
+    /// Scratch for reading each payload, kept between payloads only for its capacity: one a
+    /// worker's connections share (`sharing`), so an open stream does not hold the ~20 KB
+    /// simd-json's buffers grow to. Borrowed only inside `feed`/`eof`, which never await.
+    extractor: Rc<RefCell<Extractor>>,
     /// Reads a pooling answer as it arrives (`BodyKind::Pooled`).
     pooled: PooledScanner,
     /// Bytes of the pooling answer so far (≤ `max_body_bytes`).
@@ -204,6 +209,16 @@ impl ResponseParser {
 
     /// `new`, reading the answers of `endpoint`.
     pub fn for_endpoint(limits: Limits, endpoint: crate::plan::Endpoint) -> Self {
+        let extractor = Rc::new(RefCell::new(Extractor::for_endpoint(endpoint)));
+        Self::sharing(limits, extractor)
+    }
+
+    /// `new`, reading payloads with `extractor` (which other parsers of the same thread may
+    /// share: its buffers are scratch, its endpoint and text capture the parsers'),
+    /// reading its endpoint's answers. The head carry-over grows on first need (a head split
+    /// across reads), not up front, so a connection waiting for its first byte holds little.
+    pub fn sharing(limits: Limits, extractor: Rc<RefCell<Extractor>>) -> Self {
+        let endpoint = extractor.borrow().endpoint();
         ResponseParser {
             limits,
             phase: Phase::Head,
@@ -212,11 +227,11 @@ impl ResponseParser {
             keep_alive: false,
             framing: Framing::Close,
             kind: BodyKind::Discard,
-            head_buf: Vec::with_capacity(limits.max_head_bytes.min(4096)),
+            head_buf: Vec::new(),
             chunked: ChunkedDecoder::new(),
             sse: SseSplitter::new(limits.max_event_bytes),
             json: Vec::new(),
-            extractor: Extractor::for_endpoint(endpoint),
+            extractor,
             pooled: PooledScanner::new(endpoint),
             pooled_bytes: 0,
             head_stamp_ns: None,
@@ -240,7 +255,7 @@ impl ResponseParser {
 
     /// Hand each event's generated text to the sink (for a client-side token count).
     pub fn capture_text(&mut self, on: bool) {
-        self.extractor.capture_text(on);
+        self.extractor.borrow_mut().capture_text(on);
     }
 
     /// A final (non-1xx) response head has been parsed.
@@ -397,7 +412,7 @@ impl ResponseParser {
             // No content: nothing to extract, and not a stream to judge.
             204 | 304 => BodyKind::Discard,
             200..=299 if head.sse => BodyKind::Sse,
-            200..=299 if !self.extractor.endpoint().generates() => BodyKind::Pooled,
+            200..=299 if !self.extractor.borrow().endpoint().generates() => BodyKind::Pooled,
             200..=299 => BodyKind::Json,
             _ => BodyKind::Discard,
         };
@@ -478,7 +493,8 @@ impl ResponseParser {
                 Ok(())
             }
             BodyKind::Sse => {
-                let extractor = &mut self.extractor;
+                let mut guard = self.extractor.borrow_mut();
+                let extractor = &mut *guard;
                 self.sse.push(piece, |payload| {
                     let ev = match extractor.event(payload) {
                         Ok(ev) => ev,
@@ -507,7 +523,9 @@ impl ResponseParser {
         sink: &mut impl ResponseSink,
     ) -> Result<Progress, ResponseError> {
         if self.kind == BodyKind::Json {
-            let ev = match self.extractor.body(&self.json) {
+            let mut guard = self.extractor.borrow_mut();
+            let extractor = &mut *guard;
+            let ev = match extractor.body(&self.json) {
                 Ok(ev) => ev,
                 Err(e) => {
                     sink.failure_body(&self.json);
@@ -515,8 +533,8 @@ impl ResponseParser {
                 }
             };
             sink.event(&ev);
-            if !self.extractor.text().is_empty() {
-                sink.text(self.extractor.text());
+            if !extractor.text().is_empty() {
+                sink.text(extractor.text());
             }
             if ev.error {
                 sink.error_payload(&self.json);

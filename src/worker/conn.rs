@@ -20,9 +20,56 @@ use std::sync::atomic::Ordering;
 use std::task::Waker;
 use std::time::Duration;
 
-/// Read buffer per connection: a coalesced response of ~60 events fits one read, and 20k
-/// connections stay within a few hundred MB.
+/// A read buffer's size: a coalesced response of ~60 events fits one read.
 const READ_BUF_BYTES: usize = 16 * 1024;
+
+/// Read buffers kept at a worker's start: more than a pass usually has reads in flight, so
+/// steady state takes and gives back without allocating.
+const READ_BUFS_AT_START: usize = 16;
+
+/// A worker's read buffers. A kernel-stamped connection (the default for http://) waits for
+/// readability holding none, takes one for its `recvmsg` and the parse of what it read, and
+/// gives it back: an open stream waiting for its next event holds no read buffer, and the
+/// buffers in use are the reads of one pass. A plain (`--no-rx-timestamps`) or TLS
+/// connection's read waits with its buffer in the kernel's (or rustls') hands, so it takes
+/// one when its first read starts and keeps it while it lives: `READ_BUF_BYTES` per open
+/// stream there.
+pub(crate) struct ReadBufs {
+    free: std::cell::RefCell<Vec<Vec<u8>>>,
+}
+
+impl Default for ReadBufs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReadBufs {
+    pub(crate) fn new() -> Self {
+        let free = (0..READ_BUFS_AT_START)
+            .map(|_| Vec::with_capacity(READ_BUF_BYTES))
+            .collect();
+        ReadBufs {
+            free: std::cell::RefCell::new(free),
+        }
+    }
+
+    /// A free buffer, empty; a new one when every buffer is in use (the pool then keeps it).
+    fn take(&self) -> Vec<u8> {
+        let mut b = self.free.borrow_mut().pop().unwrap_or_default();
+        if b.capacity() == 0 {
+            b = Vec::with_capacity(READ_BUF_BYTES);
+        }
+        b.clear();
+        b
+    }
+
+    fn give(&self, buf: Vec<u8>) {
+        if buf.capacity() > 0 {
+            self.free.borrow_mut().push(buf);
+        }
+    }
+}
 
 /// How one exchange ended, before it becomes an outcome.
 enum Ended {
@@ -68,10 +115,15 @@ impl Drop for Stream {
 type ReadResult = (std::io::Result<usize>, Vec<u8>, Option<u64>);
 
 impl Stream {
-    async fn read(&mut self, buf: Vec<u8>) -> ReadResult {
+    /// A read into `buf`, or (an empty `buf`) into one `bufs` lends: a stamped connection
+    /// takes it once readable, the others before the read starts.
+    async fn read(&mut self, mut buf: Vec<u8>, bufs: &ReadBufs) -> ReadResult {
+        if buf.capacity() == 0 && !matches!(self.io, Io::Stamped(_)) {
+            buf = bufs.take();
+        }
         let (res, buf) = match &mut self.io {
             Io::Plain(s) => s.read(buf).await,
-            Io::Stamped(s) => return read_stamped(s, buf).await,
+            Io::Stamped(s) => return read_stamped(s, buf, bufs).await,
             #[cfg(feature = "tls")]
             Io::Tls(s) => s.read(buf).await,
         };
@@ -81,6 +133,11 @@ impl Stream {
     /// Whether the driver performs this stream's reads (io_uring completes them before it
     /// returns), not the lane itself (`Stamped`'s `recvmsg` after readiness).
     fn read_by_driver(&self) -> bool {
+        !matches!(self.io, Io::Stamped(_))
+    }
+
+    /// Whether a waiting read holds its buffer (all but `Stamped`: see `ReadBufs`).
+    fn keeps_read_buf(&self) -> bool {
         !matches!(self.io, Io::Stamped(_))
     }
 
@@ -97,11 +154,14 @@ impl Stream {
 /// control message (see `rxstamp` for why monoio's read cannot carry it). Readiness may be
 /// stale (epoll caches it; `readable(false)` rechecks with `poll(0)`), so `WouldBlock` waits
 /// again.
-async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>) -> ReadResult {
+async fn read_stamped(s: &TcpStream, mut buf: Vec<u8>, bufs: &ReadBufs) -> ReadResult {
     use std::os::fd::AsRawFd;
     loop {
         if let Err(e) = s.readable(false).await {
             return (Err(e), buf, None);
+        }
+        if buf.capacity() == 0 {
+            buf = bufs.take();
         }
         match super::rxstamp::recv(s.as_raw_fd(), &mut buf) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
@@ -136,12 +196,8 @@ impl Conn {
     /// `keep_all`: keep a connection to each server sent to (a closed-loop user), not only
     /// to the last one (an open-loop lane).
     pub(super) fn new(ctx: &Ctx, keep_all: bool) -> Self {
-        let plan = &ctx.setup.plan;
-        let mut parser = ResponseParser::for_endpoint(Limits::default(), plan.endpoint);
-        // The collector counts output tokens from the text only when there is a tokenizer;
-        // otherwise the text is never copied.
-        // A conversation sends each reply back in its history: always copied then.
-        parser.capture_text(plan.workload.tokenizer.is_some() || plan.sessions.is_some());
+        // The payload scratch is the worker's (`Ctx::extractor`, text capture set there).
+        let parser = ResponseParser::sharing(Limits::default(), ctx.extractor.clone());
         let servers = ctx.setup.dests.len();
         Conn {
             stream: None,
@@ -151,7 +207,8 @@ impl Conn {
                 false => Vec::new(),
             },
             parser,
-            buf: Vec::with_capacity(READ_BUF_BYTES),
+            // Lent by `ReadBufs` at the first read.
+            buf: Vec::new(),
             out: Vec::with_capacity(ctx.setup.catalog.max_request_bytes()),
             cancel_slot: ctx.cancel.slot(),
             cut_timer: None,
@@ -239,11 +296,7 @@ impl Conn {
     fn abandon(&mut self, outcome: Outcome) -> Outcome {
         self.stream = None;
         self.opening = None;
-        // The cut-off read took the buffer with it; a zero-capacity buffer would read as
-        // end-of-stream on the next request.
-        if self.buf.capacity() == 0 {
-            self.buf = Vec::with_capacity(READ_BUF_BYTES);
-        }
+        // The cut-off read took the buffer with it; the next read borrows one (`ReadBufs`).
         outcome
     }
 
@@ -325,20 +378,21 @@ impl Conn {
         Ok(())
     }
 
-    /// The next read into the connection's buffer (handed back with the result), or `None`
-    /// when the client's cut by time came first: the read went with the buffer, and a new
-    /// one is made for the next request.
-    async fn read_next(&mut self, stream: &mut Stream, cut: &Cut) -> Option<ReadResult> {
+    /// The next read into the connection's buffer or one `bufs` lends (handed back with the
+    /// result), or `None` when the client's cut by time came first: the read went with the
+    /// buffer, and the next read borrows another.
+    async fn read_next(
+        &mut self,
+        stream: &mut Stream,
+        cut: &Cut,
+        bufs: &ReadBufs,
+    ) -> Option<ReadResult> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         let Some(at) = cut.deadline_mono_ns else {
-            return Some(stream.read(buf).await);
+            return Some(stream.read(buf, bufs).await);
         };
-        let read = read_or_cut(stream, buf, &mut self.cut_timer, at).await;
-        if read.is_none() {
-            self.buf = Vec::with_capacity(READ_BUF_BYTES);
-        }
-        read
+        read_or_cut(stream, buf, bufs, &mut self.cut_timer, at).await
     }
 
     async fn attempt(
@@ -383,7 +437,8 @@ impl Conn {
         let mut got_bytes = false;
         loop {
             // A cut by time: the connection closes as `stream` drops here.
-            let Some((res, buf, kernel_rt_ns)) = self.read_next(&mut stream, &cut).await else {
+            let read = self.read_next(&mut stream, &cut, &ctx.read_bufs).await;
+            let Some((res, buf, kernel_rt_ns)) = read else {
                 return Attempt::Finished(Outcome::CancelledByClient);
             };
             self.buf = buf;
@@ -413,6 +468,10 @@ impl Conn {
             };
             let events = sink.events;
             ctx.counters.borrow_mut().events += events;
+            if !stream.keeps_read_buf() {
+                // Parsed: the buffer goes back before the stream waits again.
+                ctx.read_bufs.give(std::mem::take(&mut self.buf));
+            }
             match step {
                 Ok(Progress::NeedMore) if cut.reached(rec) => {
                     // Enough tokens arrived: the connection closes as `stream` drops here.
@@ -561,13 +620,14 @@ impl Cut {
 async fn read_or_cut(
     stream: &mut Stream,
     buf: Vec<u8>,
+    bufs: &ReadBufs,
     timer: &mut Option<Timer>,
     deadline_mono_ns: u64,
 ) -> Option<ReadResult> {
     if timer.is_none() {
         *timer = Timer::new().ok();
     }
-    let read = stream.read(buf);
+    let read = stream.read(buf, bufs);
     match timer {
         Some(t) => {
             let cut = t.sleep_until(deadline_mono_ns);

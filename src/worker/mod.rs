@@ -227,6 +227,10 @@ pub(crate) struct Ctx {
     /// Per server: this worker's requests (with `--turns`, sessions) in flight there, for
     /// `--url-policy least-in-flight`.
     in_flight: RefCell<Box<[u32]>>,
+    /// The payload scratch every connection's parser shares (`ResponseParser::sharing`).
+    pub extractor: Rc<RefCell<crate::extract::Extractor>>,
+    /// Read buffers lent to connections (`conn::ReadBufs`).
+    pub read_bufs: conn::ReadBufs,
 }
 
 impl Ctx {
@@ -365,6 +369,15 @@ impl Ctx {
     }
 }
 
+/// The worker's one payload scratch, capturing each event's text when the collector counts
+/// output tokens with a tokenizer, or a conversation sends each reply back in its history;
+/// otherwise the text is never copied.
+fn shared_extractor(plan: &crate::plan::Plan) -> crate::extract::Extractor {
+    let mut x = crate::extract::Extractor::for_endpoint(plan.endpoint);
+    x.capture_text(plan.workload.tokenizer.is_some() || plan.sessions.is_some());
+    x
+}
+
 async fn worker_main(
     setup: WorkerSetup,
     link: WorkerLink,
@@ -381,6 +394,7 @@ async fn worker_main(
     let setup_servers = setup.dests.len().max(1);
     let kernel_rx = rxstamp::Tally::new(setup.plan.rx_timestamps);
     let pass = pass::Pass::with_lanes(deferred_room(&setup));
+    let extractor = Rc::new(RefCell::new(shared_extractor(&setup.plan)));
     let ctx = Rc::new(Ctx {
         pacer: pacer::Pacer::new(setup.clock, setup.plan.pacer_spin_ns, mean_gap_ns(&setup)),
         setup,
@@ -396,6 +410,8 @@ async fn worker_main(
         kernel_rx,
         net: Rc::new(netwatch::NetWatch::new(setup_servers)),
         in_flight: RefCell::new(vec![0; setup_servers].into_boxed_slice()),
+        extractor,
+        read_bufs: conn::ReadBufs::new(),
     });
     let tail = {
         let ctx = ctx.clone();

@@ -35,6 +35,7 @@ mod live_metrics;
 mod media;
 mod multimodal;
 mod network;
+mod open_streams;
 mod osl;
 mod outputs;
 mod parser_apis;

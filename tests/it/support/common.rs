@@ -84,9 +84,20 @@ pub fn spawn_sim() -> (Child, String) {
 
 /// `spawn_sim` on `port` (0: one the kernel picks), once it listens.
 pub fn spawn_sim_on(port: u16) -> (Child, String) {
+    spawn_sim_with(&["--port", &port.to_string()])
+}
+
+/// `spawn_sim` with `flags` (`--port 0` unless they name one), once it listens.
+pub fn spawn_sim_with(flags: &[&str]) -> (Child, String) {
     let (_, sim_cpu) = cpu_pair();
-    let port = port.to_string();
-    let mut sim = ringbench(["sim", "--port", &port, "--cpus", &sim_cpu.to_string()])
+    let mut args = vec!["sim", "--cpus"];
+    let cpu = sim_cpu.to_string();
+    args.push(&cpu);
+    if !flags.contains(&"--port") {
+        args.extend(["--port", "0"]);
+    }
+    args.extend(flags);
+    let mut sim = ringbench(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the simulator starts");
