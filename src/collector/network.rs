@@ -1,7 +1,7 @@
 //! Part of the collector (… → record → **collector** → summary → output): the summary's
 //! `network` block from the workers' connection tallies (`ConnTally`, one per server per
-//! worker: `TCP_INFO` read at each connection's close, connect times as they opened). Runs
-//! once at the end of the run; never prints.
+//! worker: `TCP_INFO` read at each connection's close and mid-life on long ones, connect
+//! times as they opened). Runs once at the end of the run; never prints.
 
 use super::{Dist, WorkerStats};
 use crate::summary::network::{NetFigures, Network};
@@ -45,6 +45,7 @@ fn figures(t: &ConnTally, ps: &[f64], duration_ns: u64) -> NetFigures {
         connects_per_s: (duration_ns > 0).then(|| opened as f64 * 1e9 / duration_ns as f64),
         connections_read: t.connections_read,
         connections_unread: t.connections_unread,
+        rtt_samples_mid_life: t.rtt_samples_mid_life,
         rtt_ms: ms(&t.rtt_ns),
         rttvar_ms: ms(&t.rttvar_ns),
         base_rtt_ms: min_rtt_ms.p50,
@@ -91,7 +92,9 @@ mod tests {
             tally(&[20_000], &[100], (500, 5)),
             tally(&[100_000], &[300], (500, 0)),
         ];
+        w1.network[1].rtt_samples_mid_life = 3;
         let n = network(&[w0, w1], &[], 2_000_000_000).unwrap();
+        assert_eq!(n.all.rtt_samples_mid_life, 3);
         assert_eq!(n.all.connections_opened, 4);
         assert_eq!(n.all.connects_per_s, Some(2.0));
         assert_eq!(n.all.connections_read, 4);

@@ -1,8 +1,8 @@
 //! Part of the report stage (… → summary → **output**): the console's "Network" block, the
 //! run's connections as the client's kernel saw them (`summary.network`: `TCP_INFO` read at
-//! each connection's close, connect times), and the line that puts the TTFT beside the
-//! path's base round trip ("TTFT p50 182 ms, of which network RTT ~61 ms"). Like
-//! `console.rs` it only prints what the summary holds.
+//! each connection's close and every 5 s of a long one, connect times), and the line that
+//! puts the TTFT beside the path's base round trip ("TTFT p50 182 ms, of which network RTT
+//! ~61 ms"). Like `console.rs` it only prints what the summary holds.
 
 use super::console_rows::{num as n, row, rule};
 use crate::summary::network::{NetFigures, Network};
@@ -59,6 +59,11 @@ fn figures(f: &NetFigures, out: &mut impl Write) -> io::Result<()> {
         row(out, "TLS handshake p50 / p99 (ms):", p50_p99(tls))?;
     }
     row(out, "RTT p50 / p99 (ms):", p50_p99(&f.rtt_ms))?;
+    row(
+        out,
+        "RTT samples at close / mid-life:",
+        format!("{} / {}", f.connections_read, f.rtt_samples_mid_life),
+    )?;
     row(out, "RTT base / var p50 (ms):", {
         format!("{} / {}", n(f.base_rtt_ms, 3), n(f.rttvar_ms.p50, 3))
     })?;
@@ -117,6 +122,8 @@ mod tests {
         let one = Network {
             all: NetFigures {
                 connections_opened: 3,
+                connections_read: 2,
+                rtt_samples_mid_life: 7,
                 ..Default::default()
             },
             servers: Some(vec![NetFigures::default(), NetFigures::default()]),
@@ -125,6 +132,8 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let opened = format!("{:<40} 3 (n/a)", "Connections opened (per s):");
         assert!(text.lines().any(|l| l == opened), "{text}");
+        let samples = format!("{:<40} 2 / 7", "RTT samples at close / mid-life:");
+        assert!(text.lines().any(|l| l == samples), "{text}");
         assert!(text.contains("--url #1 RTT"), "{text}");
         assert!(!text.contains("TLS handshake"), "{text}");
     }

@@ -29,8 +29,12 @@ pub struct NetFigures {
     pub connections_read: u64,
     /// Connections closed whose `TCP_INFO` the kernel would not give.
     pub connections_unread: u64,
-    /// Each connection's smoothed round trip (`tcpi_rtt`) when it closed, across
-    /// connections, ms.
+    /// Round trips read from open connections, at most every 5 s each (a connection closed
+    /// sooner has none); `rtt_ms`'s samples are these and `connections_read`.
+    #[serde(default)]
+    pub rtt_samples_mid_life: u64,
+    /// The smoothed round trip (`tcpi_rtt`) of each connection when it closed and of each
+    /// long-lived one every 5 s, across those samples, ms.
     pub rtt_ms: Stats,
     /// Each connection's round-trip variation (`tcpi_rttvar`), ms.
     pub rttvar_ms: Stats,

@@ -84,7 +84,10 @@ pub struct ConnTally {
     pub connections_read: u64,
     /// Connections closed whose `TCP_INFO` the kernel would not give.
     pub connections_unread: u64,
-    /// Smoothed round trip of each connection (`tcpi_rtt`), ns.
+    /// Round trips read from long-lived connections before their close (at most every
+    /// 5 s each), in `rtt_ns` and `rttvar_ns` beside the one read at each close.
+    pub rtt_samples_mid_life: u64,
+    /// Smoothed round trip of each connection (`tcpi_rtt`) at its close and mid-life, ns.
     #[serde(with = "buckets")]
     pub rtt_ns: Histogram<u64>,
     /// Its mean deviation (`tcpi_rttvar`), ns.
@@ -114,6 +117,7 @@ impl Default for ConnTally {
         ConnTally {
             connections_read: 0,
             connections_unread: 0,
+            rtt_samples_mid_life: 0,
             rtt_ns: new_histogram(),
             rttvar_ns: new_histogram(),
             min_rtt_ns: new_histogram(),
@@ -132,6 +136,7 @@ impl ConnTally {
     pub fn add(&mut self, other: &ConnTally) {
         self.connections_read += other.connections_read;
         self.connections_unread += other.connections_unread;
+        self.rtt_samples_mid_life += other.rtt_samples_mid_life;
         for (to, from) in [
             (&mut self.rtt_ns, &other.rtt_ns),
             (&mut self.rttvar_ns, &other.rttvar_ns),

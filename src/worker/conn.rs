@@ -96,17 +96,19 @@ enum Io {
 }
 
 /// A lane's open connection: its `Io`, and what its close tells the worker's `NetWatch`
-/// (its `TCP_INFO`, read in `drop` while the socket is still open).
+/// (its `TCP_INFO`, read in `drop` while the socket is still open; `slot`: its entry in the
+/// watch's table of open connections, sampled mid-life).
 pub(super) struct Stream {
     io: Io,
     fd: std::os::fd::RawFd,
     server: usize,
+    slot: usize,
     net: Rc<super::netwatch::NetWatch>,
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        self.net.closed(self.server, self.fd);
+        self.net.closed(self.server, self.fd, self.slot);
     }
 }
 
@@ -363,9 +365,10 @@ impl Conn {
             #[cfg(not(feature = "tls"))]
             Some(tls) => match *tls {},
         };
-        let tls_ns = (s.dests[self.server].tls.is_some())
-            .then(|| s.clock.now_ns().saturating_sub(began_ns + tcp_ns));
-        ctx.net.opened(self.server, tcp_ns, tls_ns);
+        let now_ns = s.clock.now_ns();
+        let tls_ns =
+            (s.dests[self.server].tls.is_some()).then(|| now_ns.saturating_sub(began_ns + tcp_ns));
+        let slot = ctx.net.opened(self.server, fd, now_ns, tcp_ns, tls_ns);
         let mut c = ctx.counters.borrow_mut();
         c.connections_opened += 1;
         c.reconnects += u64::from(reconnect);
@@ -373,6 +376,7 @@ impl Conn {
             io,
             fd,
             server: self.server,
+            slot,
             net: ctx.net.clone(),
         });
         Ok(())

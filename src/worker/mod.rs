@@ -222,7 +222,8 @@ pub(crate) struct Ctx {
     pub connects: Rc<job::ConnectGate>,
     /// Kernel → user delay per read on stamped connections (`--rx-timestamps`).
     pub kernel_rx: rxstamp::Tally,
-    /// Each connection's connect time and, as it closes, its `TCP_INFO`, by server.
+    /// Each connection's connect time and, as it closes (and every 5 s of a long one), its
+    /// `TCP_INFO`, by server.
     pub net: Rc<netwatch::NetWatch>,
     /// Per server: this worker's requests (with `--turns`, sessions) in flight there, for
     /// `--url-policy least-in-flight`.
@@ -277,10 +278,13 @@ impl Ctx {
 
     /// Records held back by a full ring go at the end of the next pass (called every few ms:
     /// a quiet worker has no other pass end to send them).
+    /// The same idle path samples long-lived connections' `TCP_INFO` (`NetWatch::tick`: at
+    /// most every 5 s each, a bounded number per 100 ms), never per request.
     fn nudge(&self) {
         if !self.outbox.borrow().is_empty() {
             self.pass.wake_tail();
         }
+        self.net.tick(self.setup.clock.now_ns());
     }
 
     /// Every record onto the ring, waiting for room: at the end of the run, and when the

@@ -1,18 +1,23 @@
 //! The network's share of a run (issue 40): each connection's `TCP_INFO` at its close and its
 //! connect time, as the summary's `network` block and the console's line "TTFT p50 … of
 //! which network RTT ~…"; a run through a delay relay (`support::relay`), where the TTFT is
-//! the simulator's own plus the relay's round trip and the ITL is unchanged; and the
+//! the simulator's own plus the relay's round trip and the ITL is unchanged; the same through
+//! a packet-level delay between network namespaces (`support::netns`), where the client's
+//! kernel sees the delay too (root and `ip` only: `SKIPPED` otherwise, a failure with
+//! `RINGBENCH_REQUIRE_NETNS=1`); a long run's connections sampled mid-life; and the
 //! simulator's endless faults (`dribble`, `stop_reading`), each a counted timeout that
 //! leaves the rest of the run alone. Every run holds the one lock and is a few seconds long.
 
 use crate::engine::{against, closed, start_sim};
 use crate::support::common::{f as num, lock, sim_plan};
+use crate::support::netns::{self, Netns};
 use crate::support::relay::{self, Path};
 use ringbench::plan::sim::FaultSpec;
 use ringbench::plan::{SimSettings, Target};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// `GET`/`POST` `path` on its own connection: the body, as JSON.
@@ -120,6 +125,143 @@ fn through_a_delay_relay_the_ttft_is_the_servers_plus_the_round_trip() {
         );
         assert!(first_hop < rtt_ms / 10.0);
     }
+}
+
+/// Whether the namespaces test may run: `false` after a visible skip line; with
+/// `RINGBENCH_REQUIRE_NETNS=1` (`.ci/run` as root) a host that cannot fails instead.
+fn netns_or_skip(test: &str) -> bool {
+    let Err(why) = netns::available() else {
+        return true;
+    };
+    if std::env::var_os("RINGBENCH_REQUIRE_NETNS").is_some_and(|v| v == "1") {
+        panic!("{test}: no network namespaces ({why}), and RINGBENCH_REQUIRE_NETNS=1");
+    }
+    // To the process's stderr itself: libtest captures `eprintln!` of a passing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}: no network namespaces here ({why}; needs root and `ip`)"
+    );
+    false
+}
+
+/// One run from the client's namespace to a simulator in the server's, across a bridge
+/// delaying each direction by `one_way_ms` + [0, `jitter_ms`]: the simulator's truth, the
+/// summary, and the bridge's counts (frames, drops, the largest frame).
+fn through_namespaces(one_way_ms: u64, jitter_ms: u64) -> (Value, ringbench::Summary, [u64; 3]) {
+    let ns = Netns::start(Path {
+        fixed: Duration::from_millis(one_way_ms),
+        jitter: Duration::from_millis(jitter_ms),
+        bytes_per_s: None,
+    });
+    let sim = ns.in_server(|| {
+        ringbench::sim::start(ringbench::sim::SimConfig {
+            host: netns::SERVER.into(),
+            settings: SimSettings {
+                ttft_ms: 20.0,
+                itl_ms: 4.0,
+                cpus: vec![crate::support::common::cpu_pair().1],
+                ..SimSettings::default()
+            },
+            ..Default::default()
+        })
+        .expect("the simulator starts in its namespace")
+    });
+    let addr = sim.addr;
+    ns.in_server(|| truth(addr, "POST", "/sim/truth/reset"));
+    let mut p = against(&sim);
+    p.model = Some("m".into());
+    p.server_metrics.enabled = false;
+    p.output_tokens = 32;
+    closed(&mut p, 2, 24);
+    let s = ns.in_client(|| ringbench::run(&p).expect("the run across the bridge completes"));
+    let truth = ns.in_server(|| truth(addr, "GET", "/sim/truth"));
+    drop(sim);
+    let c = &ns.count;
+    let count = [&c.frames, &c.dropped, &c.max_frame_bytes].map(|a| a.load(Ordering::Relaxed));
+    assert_eq!(c.send_errors.load(Ordering::Relaxed), 0, "{c:?}");
+    (truth, s, count)
+}
+
+#[test]
+fn across_a_packet_delay_tcp_info_sees_the_round_trip_and_the_ttft_carries_it() {
+    let test = "across_a_packet_delay_tcp_info_sees_the_round_trip_and_the_ttft_carries_it";
+    let _l = lock();
+    if !netns_or_skip(test) {
+        return;
+    }
+    for (one_way_ms, jitter_ms) in [(10u64, 2u64), (50, 5)] {
+        let (truth, s, [frames, dropped, max_frame]) = through_namespaces(one_way_ms, jitter_ms);
+        assert_eq!((s.counts.tally.sent, s.counts.tally.ok), (24, 24));
+        assert!(
+            frames > 100 && dropped == 0,
+            "{frames} frames, {dropped} dropped"
+        );
+        // The bridge carried segmentation-offloaded frames whole (over a 1,514-byte frame).
+        assert!(max_frame > 1514, "largest frame {max_frame} bytes");
+        let rtt_ms = 2.0 * one_way_ms as f64;
+        let jitters = 2.0 * jitter_ms as f64;
+        let n = s.network.as_ref().expect("a network block");
+        // The path's base round trip (each connection's smallest, its SYN's included): the
+        // fixed round trip, plus at most both jitters and 3 ms of the bridge threads' wake-ups
+        // on a busy host.
+        let base = n.all.base_rtt_ms.unwrap();
+        assert!(
+            base >= rtt_ms && base <= rtt_ms + jitters + 3.0,
+            "RTT {rtt_ms} ms + jitter ≤ {jitters}: TCP_INFO base {base} ms"
+        );
+        // The smoothed RTT is at least the path's; the server holds the ACK of a request
+        // until its first token (the simulator's 20 ms TTFT), so it may add that, no more.
+        let srtt = n.all.rtt_ms.p50.unwrap();
+        assert!(
+            srtt >= rtt_ms && srtt <= rtt_ms + jitters + 20.0 + 5.0,
+            "RTT {rtt_ms} ms: TCP_INFO smoothed p50 {srtt} ms"
+        );
+        assert_eq!(n.all.connections_read, n.all.connections_opened);
+        // TTFT = the simulator's own + the round trip (as through the relay).
+        let sim_ttft_ms = num(&truth, "ttft_us.p50") / 1e3;
+        let ttft_ms = s.latency_ms.ttft.p50.unwrap();
+        let added = ttft_ms - sim_ttft_ms;
+        assert!(
+            added >= rtt_ms - 0.5 && added <= rtt_ms + jitters + 10.0,
+            "RTT {rtt_ms} ms: TTFT {ttft_ms} ms = simulator's {sim_ttft_ms} ms + {added} ms"
+        );
+        // The TTFT's network share is the base round trip.
+        assert!(
+            (added - base).abs() <= jitters + 5.0,
+            "{added} vs base {base}"
+        );
+        let tpot = s.latency_ms.tpot.mean.unwrap();
+        assert!(
+            (tpot - 4.0).abs() < 1.5,
+            "TPOT mean {tpot} ms, simulator's ITL 4 ms"
+        );
+    }
+}
+
+/// Keep-alive connections that live the whole run (7 s): each is read once mid-life (at
+/// 5 s; the next would be at 10 s) and once at its close.
+#[test]
+fn a_long_runs_connections_are_sampled_mid_life_once_every_5_s() {
+    let _l = lock();
+    let mut p = sim_plan();
+    p.load = ringbench::plan::Load::Closed { concurrency: 2 };
+    p.stop = ringbench::plan::Stop {
+        request_count: None,
+        duration_ns: Some(7_000_000_000),
+    };
+    p.warmup_requests = 0;
+    p.max_lag_ms = 1e9;
+    p.output_tokens = 8;
+    p.sim.as_mut().unwrap().ttft_ms = 5.0;
+    let s = ringbench::run(&p).expect("the run completes");
+    let all = &s.network.expect("a network block").all;
+    assert_eq!(
+        all.connections_opened, 2,
+        "keep-alive: one each, never closed"
+    );
+    assert_eq!(all.connections_read, 2, "read at the run's end");
+    assert_eq!(all.rtt_samples_mid_life, 2, "{all:?}");
+    assert_eq!(all.rtt_ms.count, 4);
 }
 
 #[test]
