@@ -52,58 +52,18 @@ fn fixture() -> &'static Fixture {
         let (sim, addr) = spawn_sim();
         // Stops the simulator however the fixture ends.
         let _sim = KillOnDrop(sim);
-        let url = format!("http://{addr}");
-        let cpu = cpu_pair().0.to_string();
-        let common = |out: &Path| {
-            let mut args = vec!["run".to_string()];
-            args.extend(FLAGS.iter().map(|s| s.to_string()));
-            args.extend(
-                [
-                    "--url",
-                    &url,
-                    "--cpus",
-                    &cpu,
-                    "--quiet",
-                    "--allow-concurrent",
-                    "--allow-invalid",
-                    // The simulator's /metrics, scraped by every shard (the merge keeps one's).
-                    "--server-metrics-interval",
-                    "100ms",
-                    "--out",
-                ]
-                .map(String::from),
-            );
-            args.push(out.display().to_string());
-            args
-        };
-        let now_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
+        let (url, cpu) = (format!("http://{addr}"), cpu_pair().0.to_string());
+        // The simulator's /metrics, scraped by every shard (the merge keeps one's).
+        let scrape = ["--server-metrics-interval", "100ms"];
         // Far enough ahead for three processes to start and prepare on a loaded machine.
-        let start_at = (now_ns + 3_000_000_000).to_string();
+        let start_at = start_at(3_000_000_000);
         let shards: Vec<PathBuf> = (0..3).map(|i| out_dir(&format!("shard{i}"))).collect();
-        let mut children: Vec<_> = shards
-            .iter()
-            .enumerate()
-            .map(|(i, dir)| {
-                let mut args = common(dir);
-                args.extend([
-                    "--shard".into(),
-                    format!("{i}/3"),
-                    "--start-at".into(),
-                    start_at.clone(),
-                ]);
-                ringbench(&args)
-                    .env_remove("JOB_COMPLETION_INDEX")
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("a shard starts")
-            })
-            .collect();
-        for c in children.drain(..) {
-            let out = c.wait_with_output().unwrap();
+        let ran = run_at_once(shards.iter().enumerate().map(|(i, dir)| {
+            let shard = format!("{i}/3");
+            let extra = [&scrape[..], &["--shard", &shard, "--start-at", &start_at]].concat();
+            shard_args(&url, &cpu, &extra, dir)
+        }));
+        for out in ran {
             assert!(
                 out.status.success(),
                 "a shard failed ({:?}): {}{}",
@@ -113,7 +73,7 @@ fn fixture() -> &'static Fixture {
             );
         }
         let single = out_dir("single");
-        let ran = output(&mut ringbench(common(&single)));
+        let ran = output(&mut ringbench(shard_args(&url, &cpu, &scrape, &single)));
         assert!(ran.status.success(), "single run: {}", ran.stderr);
         let merged = out_dir("merged");
         let mut args = vec!["merge".to_string()];
@@ -129,6 +89,56 @@ fn fixture() -> &'static Fixture {
             merge_code,
         }
     })
+}
+
+/// `run` with the fixture's flags (`FLAGS`) against `url` on `cpu`, quietly, then `extra`
+/// and `--out out`: the command line of every shard and single run here but the paced ones.
+fn shard_args(url: &str, cpu: &str, extra: &[&str], out: &Path) -> Vec<String> {
+    let mut args: Vec<String> = ["run"].into_iter().chain(FLAGS).map(String::from).collect();
+    let common = [
+        "--url",
+        url,
+        "--cpus",
+        cpu,
+        "--quiet",
+        "--allow-concurrent",
+        "--allow-invalid",
+    ];
+    args.extend(
+        common
+            .into_iter()
+            .chain(extra.iter().copied())
+            .map(String::from),
+    );
+    args.extend(["--out".into(), out.display().to_string()]);
+    args
+}
+
+/// A `--start-at` `ahead_ns` from now (Unix ns): a common start for shards started at once.
+fn start_at(ahead_ns: u64) -> String {
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    (now_ns + ahead_ns).to_string()
+}
+
+/// Starts one `ringbench` per command line at once (each shard told its index by its flags,
+/// not by a Job's environment) and waits for them all.
+fn run_at_once(all: impl Iterator<Item = Vec<String>>) -> Vec<std::process::Output> {
+    let children: Vec<_> = all
+        .map(|args| {
+            (ringbench(&args).env_remove("JOB_COMPLETION_INDEX"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("a shard starts")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
 }
 
 /// (global index, intended time from the start) of every request of a run, warm-up flag too.
@@ -267,47 +277,25 @@ fn parquet_shards_merge_as_jsonl_ones_do() {
     let (sim, addr) = spawn_sim();
     let _sim = KillOnDrop(sim);
     let (url, cpu) = (format!("http://{addr}"), cpu_pair().0.to_string());
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let start_at = (now_ns + 3_000_000_000).to_string();
+    let start_at = start_at(3_000_000_000);
     let shards: Vec<PathBuf> = (0..2).map(|i| out_dir(&format!("pq-shard{i}"))).collect();
-    let children: Vec<_> = (shards.iter().enumerate())
-        .map(|(i, dir)| {
-            let mut args: Vec<String> =
-                ["run"].into_iter().chain(FLAGS).map(String::from).collect();
-            let shard = format!("{i}/2");
-            args.extend(
-                [
-                    "--url",
-                    &url,
-                    "--cpus",
-                    &cpu,
-                    "--quiet",
-                    "--allow-concurrent",
-                    "--allow-invalid",
-                    "--no-server-metrics",
-                    "--records",
-                    "parquet",
-                    "--shard",
-                    &shard,
-                    "--start-at",
-                    &start_at,
-                    "--out",
-                ]
-                .map(String::from),
-            );
-            args.push(dir.display().to_string());
-            (ringbench(&args).env_remove("JOB_COMPLETION_INDEX"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("a shard starts")
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().unwrap();
+    let ran = run_at_once(shards.iter().enumerate().map(|(i, dir)| {
+        let shard = format!("{i}/2");
+        let extra = [
+            "--no-server-metrics",
+            "--records",
+            "parquet",
+            "--shard",
+            &shard,
+        ];
+        shard_args(
+            &url,
+            &cpu,
+            &[&extra[..], &["--start-at", &start_at]].concat(),
+            dir,
+        )
+    }));
+    for out in ran {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "a shard failed: {err}");
     }
@@ -638,54 +626,42 @@ fn merged_run_keeps_one_shards_scrapes_moved_onto_its_time_base() {
 /// machine: a late start counts as lag); each shard's summary.
 fn paced_shards(url: &str, attempt: usize) -> Vec<Value> {
     let cpu = cpu_pair().0.to_string();
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let start_at = (now_ns + 2_500_000_000).to_string();
+    let start_at = start_at(2_500_000_000);
     let dirs: Vec<PathBuf> = (0..3)
         .map(|i| out_dir(&format!("paced{attempt}-{i}")))
         .collect();
-    let children: Vec<_> = dirs
-        .iter()
-        .enumerate()
-        .map(|(i, dir)| {
-            let shard = format!("{i}/3");
-            let out = dir.display().to_string();
-            ringbench([
-                "run",
-                "--url",
-                url,
-                "--model",
-                "m",
-                "--request-rate",
-                "5000",
-                "--request-count",
-                "10000",
-                "--seed",
-                "3",
-                "--shard",
-                &shard,
-                "--start-at",
-                &start_at,
-                "--cpus",
-                &cpu,
-                "--quiet",
-                "--allow-concurrent",
-                "--allow-invalid",
-                "--no-server-metrics",
-                "--out",
-                &out,
-            ])
-            .env_remove("JOB_COMPLETION_INDEX")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("a shard starts")
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().unwrap();
+    let ran = run_at_once(dirs.iter().enumerate().map(|(i, dir)| {
+        let shard = format!("{i}/3");
+        let out = dir.display().to_string();
+        [
+            "run",
+            "--url",
+            url,
+            "--model",
+            "m",
+            "--request-rate",
+            "5000",
+            "--request-count",
+            "10000",
+            "--seed",
+            "3",
+            "--shard",
+            &shard,
+            "--start-at",
+            &start_at,
+            "--cpus",
+            &cpu,
+            "--quiet",
+            "--allow-concurrent",
+            "--allow-invalid",
+            "--no-server-metrics",
+            "--out",
+            &out,
+        ]
+        .map(String::from)
+        .to_vec()
+    }));
+    for out in ran {
         // 0 valid, 4 invalid (judged below by the lag bound alone).
         assert!(
             matches!(out.status.code(), Some(0 | 4)),
