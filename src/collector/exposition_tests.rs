@@ -187,22 +187,14 @@ fn the_page_parses_back_and_agrees_with_the_summary() {
     assert_eq!(cpu, [1.5, 7e-9]);
     let s = c.finish(RunFacts::default()).unwrap();
     let n = &s.counts;
-    assert_eq!(
-        value(&samples, "ringbench_ttft_seconds_count"),
-        n.tally.ok as f64
-    );
-    assert_eq!(
-        value(&samples, "ringbench_e2e_seconds_count"),
-        n.tally.ok as f64
-    );
-    assert_eq!(
-        value(&samples, "ringbench_requests_ok_total"),
-        n.tally.ok as f64
-    );
-    assert_eq!(
-        value(&samples, "ringbench_requests_sent_total"),
-        n.tally.sent as f64
-    );
+    for (name, want) in [
+        ("ringbench_ttft_seconds_count", n.tally.ok),
+        ("ringbench_e2e_seconds_count", n.tally.ok),
+        ("ringbench_requests_ok_total", n.tally.ok),
+        ("ringbench_requests_sent_total", n.tally.sent),
+    ] {
+        assert_eq!(value(&samples, name), want as f64, "{name}");
+    }
     assert_eq!(value(&samples, "ringbench_requests_not_sent_total"), 1.0);
     assert_eq!(
         value(&samples, "ringbench_warmup_requests_total"),
