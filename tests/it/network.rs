@@ -133,14 +133,8 @@ fn netns_or_skip(test: &str) -> bool {
     let Err(why) = netns::available() else {
         return true;
     };
-    if std::env::var_os("RINGBENCH_REQUIRE_NETNS").is_some_and(|v| v == "1") {
-        panic!("{test}: no network namespaces ({why}), and RINGBENCH_REQUIRE_NETNS=1");
-    }
-    // To the process's stderr itself: libtest captures `eprintln!` of a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: no network namespaces here ({why}; needs root and `ip`)"
-    );
+    let why = format!("no network namespaces here ({why}; needs root and `ip`)");
+    crate::support::common::skip_or_require(test, "RINGBENCH_REQUIRE_NETNS", &why);
     false
 }
 

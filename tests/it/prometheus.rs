@@ -43,14 +43,8 @@ fn prometheus_binary() -> Option<PathBuf> {
 pub(crate) fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
     let found = prometheus_binary();
     if found.is_none() {
-        if std::env::var_os("RINGBENCH_REQUIRE_PROMETHEUS").is_some_and(|v| v == "1") {
-            panic!("{test}: prometheus not installed, and RINGBENCH_REQUIRE_PROMETHEUS=1");
-        }
-        // To the process's stderr itself: libtest captures `eprintln!` of a passing test.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {test}: prometheus not installed (apt-get install prometheus)"
-        );
+        let why = "prometheus not installed (apt-get install prometheus)";
+        crate::support::common::skip_or_require(test, "RINGBENCH_REQUIRE_PROMETHEUS", why);
     }
     found
 }

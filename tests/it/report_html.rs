@@ -10,7 +10,6 @@
 
 use crate::support::common::{self, lock, out_dir, output, sim_plan};
 use ringbench::plan::{Load, Slo, SloMetric};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -30,14 +29,8 @@ fn chromium_binary() -> Option<PathBuf> {
 fn chromium_or_skip(test: &str) -> Option<PathBuf> {
     let found = chromium_binary();
     if found.is_none() {
-        if std::env::var_os("RINGBENCH_REQUIRE_CHROMIUM").is_some_and(|v| v == "1") {
-            panic!("{test}: chromium not installed, and RINGBENCH_REQUIRE_CHROMIUM=1");
-        }
-        // To the process's stderr itself: libtest captures `eprintln!` of a passing test.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {test}: chromium not installed (apt-get install chromium)"
-        );
+        let why = "chromium not installed (apt-get install chromium)";
+        crate::support::common::skip_or_require(test, "RINGBENCH_REQUIRE_CHROMIUM", why);
     }
     found
 }

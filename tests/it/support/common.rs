@@ -186,16 +186,24 @@ pub fn uring_or_skip(test: &str) -> bool {
     if ringbench::host::uring_available() {
         return true;
     }
-    if std::env::var_os("RINGBENCH_REQUIRE_URING").is_some_and(|v| v == "1") {
-        panic!("{test}: io_uring refused by this kernel, and RINGBENCH_REQUIRE_URING=1");
+    skip_or_require(
+        test,
+        "RINGBENCH_REQUIRE_URING",
+        "io_uring refused by this kernel",
+    );
+    false
+}
+
+/// A test that cannot run here for want of `why`: with `require_env`=1 (CI, where it must
+/// run) it fails; otherwise it says `SKIPPED: <test>: <why>` where CI sees it, and the
+/// caller returns.
+pub fn skip_or_require(test: &str, require_env: &str, why: &str) {
+    if std::env::var_os(require_env).is_some_and(|v| v == "1") {
+        panic!("{test}: {why}, and {require_env}=1");
     }
     // To the process's stderr itself: libtest captures `eprintln!` of a passing test, so
     // the skip would show nowhere.
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: io_uring refused by this kernel"
-    );
-    false
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
 }
 
 /// A bound on time that a loaded machine can break for a moment (another process held a CPU,
